@@ -1,0 +1,1 @@
+"""Client descriptors (Claude Code, Codex) and scripted agents that play sandbox episodes."""

@@ -1,0 +1,1 @@
+"""The public data contract: pydantic models plus JSON Schema files generated from them."""

@@ -1,0 +1,1 @@
+"""MCP server: a thin adapter that wires tools/ to the MCP SDK (stdio transport)."""

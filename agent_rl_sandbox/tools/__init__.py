@@ -1,0 +1,1 @@
+"""Domain logic behind every MCP tool. Never imports ``server`` (or torch)."""
