@@ -1,0 +1,149 @@
+"""Trajectory data contract: ATIF-shaped steps plus the RL fields this project adds.
+
+Shapes follow ATIF v1.5 (Harbor's Agent Trajectory Interchange Format: ``schema_version``,
+``session_id``, ``agent``, ``steps[]`` with ``step_id``, ``timestamp``, ``source``, ``message``,
+``tool_calls``, ``observation``, ``metrics``, ``extra``). The RL additions (``provenance``,
+``outcome``, ``exit_code``, ``state_ref``, ``reward``, ``done``) are first-class fields here and
+travel in ``extra`` when a trajectory is exported as plain ATIF.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ATIF_SCHEMA_VERSION = "ATIF-v1.5"
+
+Provenance = Literal["server", "hook", "agent"]
+"""Who recorded an action: ``server`` (it went through a sandbox tool, so the server saw it happen),
+``hook`` (a client hook such as Claude Code's PostToolUse reported it), ``agent`` (the agent
+self-logged it; never trusted for ordering or evidence unless a reward spec opts in)."""
+
+StepSource = Literal["user", "agent", "system"]
+"""ATIF ``source`` of a step."""
+
+StepOutcome = Literal["ok", "error", "refused", "limit", "unknown"]
+"""What became of the step's action: ``ok`` ran and succeeded (exit code 0 for commands), ``error``
+ran and failed, ``refused`` the server refused it (path escape, forbidden command),
+``limit`` killed by a resource limit, ``unknown`` no result was ever seen (a pre-tool hook without
+its post event, a cancelled call)."""
+
+TrajectoryStatus = Literal["running", "finished"]
+
+
+class ToolCall(BaseModel):
+    """One tool call inside a step (ATIF ``tool_calls[]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_id: str
+    """Identifier unique within the step; observations point at it through ``source_call_id``."""
+    function_name: str
+    """Name of the tool, e.g. ``sandbox_exec``."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as a JSON object."""
+
+
+class ObservationResult(BaseModel):
+    """One result inside an observation (ATIF ``observation.results[]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_call_id: str | None = None
+    """The ``tool_call_id`` this result answers; ``None`` for an observation not tied to a call."""
+    content: str | None = None
+    """Text the agent saw (bounded; full output lives in the file named in ``Step.extra``)."""
+
+
+class Observation(BaseModel):
+    """ATIF observation: the results the environment returned for the step's tool calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    results: list[ObservationResult] = Field(default_factory=list)
+
+
+class Step(BaseModel):
+    """One step of a trajectory: an action (tool calls and/or a message) and its observation.
+
+    ``step_id`` is 1-based and dense within a trajectory. ``timestamp`` is an ISO-8601 UTC string.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_id: int = Field(ge=1)
+    """1-based position in the trajectory (ATIF)."""
+    timestamp: str
+    """ISO-8601 UTC time the step was recorded, e.g. ``2026-11-29T12:00:00.123456Z``."""
+    source: StepSource = "agent"
+    """ATIF source: who produced the step's message or action."""
+    message: str = ""
+    """Free text of the step (for the final step: the agent's final message)."""
+    tool_calls: list[ToolCall] | None = None
+    observation: Observation | None = None
+    metrics: dict[str, Any] | None = None
+    """ATIF metrics (token counts, cost, duration)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Structured facts about the action, e.g. ``command``, ``paths``, ``duration_s``,
+    ``limit_hit``, ``output_path``, ``stdout_bytes``. Keys are documented where they are set."""
+    provenance: Provenance = "server"
+    """Who recorded the action (see :data:`Provenance`)."""
+    outcome: StepOutcome = "ok"
+    exit_code: int | None = None
+    """Exit status of a command the step ran; ``None`` when the step ran no command."""
+    state_ref: str | None = None
+    """Git tree hash of the sandbox working copy after the step (``None`` when not tracked)."""
+    reward: float | None = None
+    """Per-step reward, when a reward spec assigns one; trajectory reward lives on the trajectory."""
+    done: bool = False
+    """True on the step that ended the episode."""
+    client_step_id: str | None = None
+    """Idempotency key a client may pass; a retried log call with the same key is not duplicated."""
+
+
+class AgentInfo(BaseModel):
+    """ATIF ``agent`` block."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = "unknown"
+    version: str = ""
+    model_name: str | None = None
+    tool_definitions: list[dict[str, Any]] | None = None
+
+
+class TrajectorySummary(BaseModel):
+    """A trajectory without its steps (what listings return)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    """Trajectory id (ATIF calls it ``session_id``)."""
+    agent: AgentInfo
+    task_id: str | None = None
+    behaviour: str | None = None
+    split: Literal["train", "heldout"] | None = None
+    sandbox_id: str | None = None
+    status: TrajectoryStatus = "running"
+    created_at: str
+    finished_at: str | None = None
+    step_count: int = 0
+    reward: float | None = None
+    passed: bool | None = None
+    self_report_only: bool | None = None
+    final_message: str | None = None
+    parent_session_id: str | None = None
+    """For a correction: the trajectory this one replaces (finished trajectories are immutable)."""
+
+
+class Trajectory(TrajectorySummary):
+    """A whole trajectory: summary plus ordered steps.
+
+    Raises ``pydantic.ValidationError`` on construction from bad data.
+    """
+
+    schema_version: str = ATIF_SCHEMA_VERSION
+    steps: list[Step] = Field(default_factory=list)
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    """Per-criterion values of the last score, by criterion id."""

@@ -1,0 +1,162 @@
+"""Wiring of domain services to MCP tools. No domain logic lives here.
+
+Each tool is declared once in :data:`TOOLS` as (name, input model, output model, annotations,
+service method, description). :func:`build_server` registers them on an ``MCPServer``: the tool's
+parameters are the input model's fields (flat, so agents pass ``{"sandbox_id": ..., "command":
+...}``), its output schema is the output model, and an :class:`ActionError` from the domain becomes
+a flagged ``ToolError`` whose text says what to do next.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ValidationError
+
+from agent_rl_sandbox import __version__
+from agent_rl_sandbox.schemas import tools as io
+from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.sandbox import SandboxService
+
+log = logging.getLogger(__name__)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+IDEMPOTENT_ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+INSTRUCTIONS = """\
+agent-rl-sandbox: practise a behaviour in a disposable sandbox and get a reward from verified state.
+Loop: list_tasks -> sandbox_reset(task_id) -> read the instruction -> sandbox_read_file /
+sandbox_exec to inspect -> sandbox_claim the files you will change -> sandbox_write_file ->
+sandbox_exec to run the tests -> sandbox_finish(message with the test command and its result).
+Every sandbox action is recorded for you; rewards come from the sandbox state and the hidden
+verifier, never from what your final message says. trajectory_get and eval_score show the result.
+"""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    annotations: ToolAnnotations
+    method: str
+    """Name of the :class:`SandboxService` method that implements the tool."""
+    description: str
+    slow: bool = False
+    """Run in a worker thread (commands, the verifier) so the event loop stays responsive."""
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "list_tasks", io.ListTasksInput, io.ListTasksOutput, READ_ONLY, "list_tasks",
+        "List the practice tasks (id, behaviour, split, description). Start here, then call sandbox_reset with a task id.",
+    ),
+    ToolSpec(
+        "sandbox_reset", io.SandboxResetInput, io.SandboxResetOutput, DESTRUCTIVE, "reset",
+        "Create a fresh sandbox for a task (or return an existing sandbox to its base commit, discarding "
+        "its changes) and start recording a new trajectory. Returns the sandbox_id, the instruction to "
+        "follow, the files, the isolation in force and the limits.",
+        slow=True,
+    ),
+    ToolSpec(
+        "sandbox_exec", io.SandboxExecInput, io.SandboxExecOutput, ADDITIVE, "exec",
+        "Run a shell command (bash -c) in the sandbox's repo root: no network, only the sandbox writable, "
+        "time/CPU/memory/process/output limits. Returns exit code, bounded stdout/stderr, files changed. "
+        "Use it to inspect and to run tests; the run is recorded as evidence.",
+        slow=True,
+    ),
+    ToolSpec(
+        "sandbox_read_file", io.SandboxReadFileInput, io.SandboxReadFileOutput, READ_ONLY, "read_file",
+        "Read a file of the sandbox (path relative to the repo root), up to max_bytes from offset; "
+        "next_offset continues a long file.",
+    ),
+    ToolSpec(
+        "sandbox_write_file", io.SandboxWriteFileInput, io.SandboxWriteFileOutput, IDEMPOTENT_ADDITIVE, "write_file",
+        "Write a whole file in the sandbox (creating folders). Claim the path with sandbox_claim first: "
+        "unclaimed edits are recorded and cost reward.",
+        slow=True,
+    ),
+    ToolSpec(
+        "sandbox_claim", io.SandboxClaimInput, io.SandboxClaimOutput, IDEMPOTENT_ADDITIVE, "claim",
+        "Claim files or folders before editing them. Edit only what you claimed.",
+    ),
+    ToolSpec(
+        "sandbox_state", io.SandboxStateInput, io.SandboxStateOutput, READ_ONLY, "state",
+        "Show a sandbox's git diff summary, changed files, claims, commands run, isolation and limits.",
+        slow=True,
+    ),
+    ToolSpec(
+        "sandbox_finish", io.SandboxFinishInput, io.SandboxFinishOutput, DESTRUCTIVE, "finish",
+        "End the episode with your final message (say which test command you ran and its result). The "
+        "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed.",
+        slow=True,
+    ),
+    ToolSpec(
+        "trajectory_get", io.TrajectoryGetInput, io.TrajectoryGetOutput, READ_ONLY, "trajectory_get",
+        "Get a trajectory's summary and a page of its steps (offset/limit); full_path holds all of it as JSON.",
+    ),
+    ToolSpec(
+        "eval_score", io.EvalScoreInput, io.EvalScoreOutput, READ_ONLY, "eval_score",
+        "Score a finished trajectory against its task's reward spec: reward, pass, each criterion with its "
+        "explanation and evidence, and whether success was only self-reported.",
+        slow=True,
+    ),
+)
+
+
+def _signature_of(model: type[BaseModel]) -> inspect.Signature:
+    params = []
+    for name, field in model.model_fields.items():
+        annotation = Annotated[field.annotation, field]
+        default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+    return inspect.Signature(params)
+
+
+def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[..., Any]:
+    async def tool(**kwargs: Any) -> Any:
+        try:
+            inp = spec.input_model(**kwargs)
+            if spec.slow:
+                return await anyio.to_thread.run_sync(impl, inp)
+            return impl(inp)
+        except ActionError as e:
+            raise ToolError(e.agent_text()) from None
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "(arguments)"
+            raise ToolError(f"invalid argument `{where}`: {first['msg']}. Next step: fix the argument and call again") from None
+
+    tool.__name__ = spec.name
+    tool.__doc__ = spec.description
+    tool.__signature__ = _signature_of(spec.input_model).replace(return_annotation=spec.output_model)  # type: ignore[attr-defined]
+    tool.__annotations__ = {}
+    return tool
+
+
+def build_server(settings: Settings | None = None, service: SandboxService | None = None) -> MCPServer:
+    """An ``MCPServer`` exposing every tool in :data:`TOOLS` over ``service`` (built from
+    ``settings`` or the environment when not given)."""
+    service = service or SandboxService(settings or Settings.from_env())
+    server = MCPServer(name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS)
+    for spec in TOOLS:
+        server.add_tool(
+            _make_tool(spec, getattr(service, spec.method)),
+            name=spec.name,
+            description=spec.description,
+            annotations=spec.annotations,
+            structured_output=True,
+        )
+    server.service = service  # type: ignore[attr-defined]  # for tests and the CLI
+    return server

@@ -1,0 +1,60 @@
+"""Serving over stdio with stdout reserved for protocol messages.
+
+Under stdio, stdout *is* the wire: one stray ``print`` (or a child process writing to fd 1) breaks
+every client at its next read. :func:`claim_stdout` therefore runs before any tool code is
+imported: it moves the real stdout to a private descriptor for the transport, points fd 1 at
+stderr, and sends Python-level ``print`` and ``logging`` to stderr too.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def claim_stdout() -> int:
+    """Reserve the process's stdout for the MCP wire; returns the private fd that now holds it.
+
+    Afterwards fd 1 is a duplicate of stderr (children and C code writing to fd 1 land on
+    stderr), ``sys.stdout`` is ``sys.stderr``, and logging writes to stderr.
+    """
+    sys.stdout.flush()
+    wire_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    return wire_fd
+
+
+def serve_stdio(build: Callable[[], Any] | None = None) -> None:
+    """Run the MCP server over stdio until stdin closes.
+
+    ``build`` returns the ``MCPServer`` (default: :func:`agent_rl_sandbox.server.app.build_server`
+    with settings from the environment). It is called only after stdout is claimed, so nothing a
+    tool module prints at import or call time can reach the wire.
+    """
+    wire_fd = claim_stdout()
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    if build is None:
+        from agent_rl_sandbox.server.app import build_server as build
+    server = build()
+
+    async def main() -> None:
+        stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))
+        stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_fd, "wb"), encoding="utf-8"))
+        low = server._lowlevel_server
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    anyio.run(main)

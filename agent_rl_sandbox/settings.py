@@ -1,0 +1,72 @@
+"""The one settings object, read from the environment.
+
+Environment variables (all optional):
+
+- ``AGENT_RL_SANDBOX_HOME``: home folder for the store, sandboxes and reports
+  (default ``~/.agent-rl-sandbox``).
+- ``AGENT_RL_SANDBOX_DATABASE_URL``: SQLAlchemy URL (default ``sqlite:///<home>/store.db``);
+  ``postgresql+psycopg://user@host/db`` for a team store.
+- ``AGENT_RL_SANDBOX_TASK_DIRS``: extra task folders, separated by ``os.pathsep``.
+- ``AGENT_RL_SANDBOX_ISOLATION``: ``auto`` (bubblewrap when installed), ``bwrap`` or ``none``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def _default_home() -> Path:
+    return Path(os.environ.get("AGENT_RL_SANDBOX_HOME") or Path.home() / ".agent-rl-sandbox").expanduser()
+
+
+class Settings(BaseModel):
+    """Paths, store URL and limits for one server or CLI process. No module-level state: build one
+    with :meth:`from_env` and pass it down."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    home: Path = Field(default_factory=_default_home)
+    """Root folder for the SQLite store, sandboxes and reports."""
+    database_url: str | None = None
+    """SQLAlchemy URL; ``None`` means the SQLite file ``<home>/store.db``."""
+    task_dirs: tuple[Path, ...] = ()
+    """Extra task folders searched after the built-in tasks."""
+    isolation: Literal["auto", "bwrap", "none"] = "auto"
+    """Command isolation: ``auto`` uses bubblewrap when installed, else a plain subprocess."""
+    max_result_items: int = Field(default=50, ge=1)
+    """Cap on list items in one tool result; the rest are counted and written to a report file."""
+    max_output_bytes: int = Field(default=16_000, ge=256)
+    """Cap on command output bytes returned in one tool result (the full output goes to a file)."""
+    max_exec_seconds: float = Field(default=45.0, gt=0)
+    """Upper bound on any single command's wall time, below clients' ~60 s tool-call cutoff."""
+
+    @classmethod
+    def from_env(cls, **overrides) -> Settings:
+        """Build settings from ``AGENT_RL_SANDBOX_*`` variables; keyword overrides win."""
+        env = os.environ
+        values: dict = {"home": _default_home()}
+        if env.get("AGENT_RL_SANDBOX_DATABASE_URL"):
+            values["database_url"] = env["AGENT_RL_SANDBOX_DATABASE_URL"]
+        if env.get("AGENT_RL_SANDBOX_TASK_DIRS"):
+            values["task_dirs"] = tuple(Path(p) for p in env["AGENT_RL_SANDBOX_TASK_DIRS"].split(os.pathsep) if p)
+        if env.get("AGENT_RL_SANDBOX_ISOLATION"):
+            values["isolation"] = env["AGENT_RL_SANDBOX_ISOLATION"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def db_url(self) -> str:
+        """The effective SQLAlchemy URL."""
+        return self.database_url or f"sqlite:///{self.home / 'store.db'}"
+
+    @property
+    def sandboxes_dir(self) -> Path:
+        return self.home / "sandboxes"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.home / "reports"

@@ -1,0 +1,306 @@
+"""File-level accumulators with bounded memory: findings sink, digest table, length histogram, type drift.
+
+Memory per file: the findings kept in the report (``max_errors`` each of errors and warnings), a
+length histogram of fixed size (about 2,600 bins), at most ``Drift.max_paths`` JSON paths, and the
+digest tables used for duplicate rows, conflicting preferences and leakage: about 20 to 35 bytes per
+distinct row each (an open-addressing table of 8-byte BLAKE2b digests and 4-byte line numbers). So
+duplicate detection is the only part that grows with the file, and it grows by tens of bytes per row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from array import array
+from pathlib import Path
+from typing import IO, Any
+
+from ._report import Finding, LengthStats
+
+
+def digest64(data: bytes) -> int:
+    """64-bit BLAKE2b digest of ``data`` as a non-zero int (collision odds ~n²/2⁶⁵: 3e-6 at 10M rows)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") or 1
+
+
+class DigestTable:
+    """Set of 64-bit digests mapping each to the first line it was seen on, in flat arrays.
+
+    Open addressing with linear probing over ``array('Q')`` keys and ``array('I')`` lines: 12 bytes per
+    slot at a load factor of at most 0.7. ``add`` is O(1) amortised.
+    """
+
+    def __init__(self, capacity: int = 1 << 10):
+        cap = 1
+        while cap < capacity:
+            cap <<= 1
+        self._alloc(cap)
+        self._n = 0
+
+    def _alloc(self, cap: int) -> None:
+        self._keys = array("Q", bytes(8 * cap))
+        self._vals = array("I", bytes(4 * cap))
+        self._mask = cap - 1
+        self._limit = (cap * 7) // 10
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, key: int, line: int) -> int:
+        """Insert ``key`` (non-zero) seen at ``line`` (>= 1); return the earlier line if present, else 0."""
+        keys, mask = self._keys, self._mask
+        i = key & mask
+        while True:
+            k = keys[i]
+            if k == 0:
+                keys[i] = key
+                self._vals[i] = min(line, 0xFFFFFFFF)
+                self._n += 1
+                if self._n > self._limit:
+                    self._grow()
+                return 0
+            if k == key:
+                return self._vals[i]
+            i = (i + 1) & mask
+
+    def get(self, key: int) -> int:
+        """The line ``key`` was first seen on, or 0."""
+        keys, mask = self._keys, self._mask
+        i = key & mask
+        while True:
+            k = keys[i]
+            if k == 0:
+                return 0
+            if k == key:
+                return self._vals[i]
+            i = (i + 1) & mask
+
+    def _grow(self) -> None:
+        old_keys, old_vals = self._keys, self._vals
+        self._alloc(len(old_keys) * 2)
+        keys, vals, mask = self._keys, self._vals, self._mask
+        for j, k in enumerate(old_keys):
+            if k:
+                i = k & mask
+                while keys[i]:
+                    i = (i + 1) & mask
+                keys[i] = k
+                vals[i] = old_vals[j]
+
+    def nbytes(self) -> int:
+        """Bytes held by the two arrays."""
+        return len(self._keys) * 12
+
+
+class Histogram:
+    """Fixed-bin histogram of non-negative ints: exact below 1,024, bins 1% wide above (constant memory)."""
+
+    _LINEAR = 1024
+    _RATIO = math.log(1.01)
+
+    def __init__(self) -> None:
+        self._bins = array("Q", bytes(8 * 3200))
+        self.count = 0
+        self.max = 0
+
+    def add(self, value: int) -> None:
+        """Record one value (negative values count as 0)."""
+        if value < self._LINEAR:
+            b = value if value > 0 else 0
+        else:
+            b = self._LINEAR + int(math.log(value / self._LINEAR) / self._RATIO)
+            if b >= len(self._bins):
+                b = len(self._bins) - 1
+        self._bins[b] += 1
+        self.count += 1
+        if value > self.max:
+            self.max = value
+
+    def _bin_value(self, b: int) -> int:
+        if b < self._LINEAR:
+            return b
+        return int(self._LINEAR * math.exp((b - self._LINEAR + 1) * self._RATIO))
+
+    def percentile(self, q: float) -> int:
+        """Smallest recorded bin value with at least ``q`` (0..1) of the values at or below it; capped by max."""
+        if not self.count:
+            return 0
+        target = max(1, math.ceil(q * self.count))
+        seen = 0
+        for b, n in enumerate(self._bins):
+            if n:
+                seen += n
+                if seen >= target:
+                    return min(self._bin_value(b), self.max)
+        return self.max
+
+    def stats(self, unit: str) -> LengthStats:
+        """p50/p90/p99/max as a ``LengthStats``."""
+        return LengthStats(
+            unit=unit,  # type: ignore[arg-type]
+            count=self.count,
+            p50=self.percentile(0.5),
+            p90=self.percentile(0.9),
+            p99=self.percentile(0.99),
+            max=self.max,
+        )
+
+
+_TYPE = {str: "string", int: "number", float: "number", bool: "boolean", dict: "object", list: "array"}
+
+
+class Drift:
+    """Tracks the JSON type seen at each path across rows; reports a path whose type changes.
+
+    Paths use ``[*]`` for list items (``$.messages[*].tool_calls[*].function.arguments.room``). ``null`` is
+    ignored (Arrow fills it), ``int`` and ``float`` are both ``number`` (Arrow widens to double). A second
+    type at a path is what makes ``datasets``/Arrow schema inference fail at load time, far from the line.
+    """
+
+    def __init__(self, max_paths: int = 4096, max_depth: int = 24):
+        self.max_paths = max_paths
+        self.max_depth = max_depth
+        self.first: dict[str, dict[str, int]] = {}
+        self._child: dict[tuple[str, str | None], str] = {}
+        self.capped = False
+        self.too_deep = False
+
+    def walk(self, value: Any, line: int, out: list[tuple[str, str, dict[str, int]]], path: str = "$",
+             depth: int = 0) -> None:
+        """Record the types under ``value`` (a row or a subtree at ``path``) seen at ``line``.
+
+        Appends ``(path, new_type, {type: first_line})`` to ``out`` for each path that gains a second
+        (or further) type. Sets ``too_deep`` when nesting exceeds ``max_depth`` (not descended).
+        """
+        t = _TYPE.get(type(value))
+        if t is None:
+            return
+        seen = self.first.get(path)
+        if seen is None:
+            if len(self.first) >= self.max_paths:
+                self.capped = True
+            else:
+                self.first[path] = {t: line}
+        elif t not in seen:
+            seen[t] = line
+            out.append((path, t, seen))
+        if t == "object":
+            if depth >= self.max_depth:
+                if value:
+                    self.too_deep = True
+                return
+            child = self._child
+            for key, item in value.items():
+                if item is None:
+                    continue
+                sub = child.get((path, key))
+                if sub is None:
+                    sub = f"{path}.{key}" if _plain(key) else f"{path}[{json.dumps(key)}]"
+                    if len(child) < self.max_paths * 4:
+                        child[(path, key)] = sub
+                self.walk(item, line, out, sub, depth + 1)
+        elif t == "array":
+            if depth >= self.max_depth:
+                if value:
+                    self.too_deep = True
+                return
+            sub = self._child.get((path, None))
+            if sub is None:
+                sub = path + "[*]"
+                if len(self._child) < self.max_paths * 4:
+                    self._child[(path, None)] = sub
+            for item in value:
+                if item is not None:
+                    self.walk(item, line, out, sub, depth + 1)
+
+
+def _plain(key: str) -> bool:
+    return key.isidentifier()
+
+
+class Sink:
+    """Collects findings: counts every one, keeps the first ``max_items`` errors and warnings, spools all.
+
+    When a list overflows (or when ``report_path`` is given, from the start) every finding is also
+    written as one JSON object per line to ``report_path`` or to a temporary file
+    (``<tmp>/dataset-validate-*.findings.jsonl``), whose path the report gives as ``full_report_path``.
+    """
+
+    def __init__(self, max_items: int, report_path: Path | None = None):
+        self.max_items = max(0, max_items)
+        self.errors: list[tuple] = []
+        self.warnings: list[tuple] = []
+        self.error_counts: dict[str, int] = {}
+        self.warning_counts: dict[str, int] = {}
+        self.error_count = 0
+        self.warning_count = 0
+        self.truncated = False
+        self._seq = 0
+        self._report_path = report_path
+        self._fh: IO[str] | None = None
+        self.full_report_path: str | None = None
+        if report_path is not None:
+            self._open(report_path)
+
+    def _open(self, path: Path | None) -> None:
+        if path is None:
+            fd, name = tempfile.mkstemp(prefix="dataset-validate-", suffix=".findings.jsonl")
+            self._fh = os.fdopen(fd, "w", encoding="utf-8")
+            self.full_report_path = name
+        else:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = path.open("w", encoding="utf-8")
+            self.full_report_path = str(path)
+
+    def _write(self, rec: tuple) -> None:
+        assert self._fh is not None
+        _, sev, line, path, code, msg, kind = rec
+        self._fh.write(
+            json.dumps(
+                {"line": line, "json_path": path, "code": code, "message": msg, "kind": kind, "severity": sev},
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
+
+    def add(self, severity: str, line: int | None, path: str, code: str, message: str, kind: str | None) -> None:
+        """Record one finding (``severity`` is ``"error"`` or ``"warning"``)."""
+        self._seq += 1
+        rec = (self._seq, severity, line, path, code, message, kind)
+        if severity == "error":
+            self.error_count += 1
+            self.error_counts[code] = self.error_counts.get(code, 0) + 1
+            kept = self.errors
+        else:
+            self.warning_count += 1
+            self.warning_counts[code] = self.warning_counts.get(code, 0) + 1
+            kept = self.warnings
+        if len(kept) < self.max_items:
+            kept.append(rec)
+            if self._fh is not None:
+                self._write(rec)
+            return
+        self.truncated = True
+        if self._fh is None:
+            self._open(None)
+            for old in sorted(self.errors + self.warnings):
+                self._write(old)
+        self._write(rec)
+
+    def close(self) -> None:
+        """Flush and close the spool file, if any."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def findings(self, which: str) -> list[Finding]:
+        """The kept ``"error"`` or ``"warning"`` findings as models, in emission order."""
+        recs = self.errors if which == "error" else self.warnings
+        return [
+            Finding(line=line, json_path=path, code=code, message=msg, kind=kind, severity=sev)  # type: ignore[arg-type]
+            for _, sev, line, path, code, msg, kind in recs
+        ]

@@ -1,0 +1,255 @@
+"""Streaming, crash-proof reading of JSONL files (and bounded reading of whole-JSON documents).
+
+Any byte sequence is accepted: every problem becomes a ``ReadProblem`` with a line number instead of an
+exception. Memory is bounded by ``max_line_bytes`` per line (a longer line is skipped in chunks up to its
+newline, never held whole) and by ``max_document_bytes`` for a ``.json`` document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest JSONL line read (16 MiB); longer lines are reported as ``line_too_long`` and skipped."""
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""Largest whole-JSON document (ATIF, trajectory suite, a JSON array of rows) parsed in memory (64 MiB)."""
+_SKIP_CHUNK = 1024 * 1024
+_BUFFER = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class NonFiniteNumber(ValueError):
+    """Raised inside the JSON decoder for NaN, Infinity, -Infinity or a float literal that overflows."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise NonFiniteNumber(text)
+    return value
+
+
+DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_parse_float)
+"""Strict decoder: rejects NaN/Infinity (not JSON; Arrow and most loaders choke on them) and float overflow."""
+
+
+@dataclass(slots=True)
+class ReadProblem:
+    """A line that could not be turned into a JSON value: ``code`` is the finding code, ``message`` why."""
+
+    line: int
+    code: str
+    message: str
+
+
+def parse_json_text(text: str, *, last_line: bool = False) -> tuple[Any, ReadProblem | None]:
+    """Parse one JSON value; never raises.
+
+    Returns ``(value, None)`` or ``(None, problem)`` where the problem's ``line`` is 0 (the caller sets
+    it). Codes: ``invalid_json`` (with column; "may be truncated" when ``last_line``), ``nan_not_allowed``,
+    ``too_deep`` (the decoder's recursion limit, about 1,000 levels).
+    """
+    try:
+        return DECODER.decode(text), None
+    except NonFiniteNumber as exc:
+        return None, ReadProblem(0, "nan_not_allowed", f"{exc} is not valid JSON (NaN/Infinity/overflow)")
+    except json.JSONDecodeError as exc:
+        hint = " (the last line has no newline: the file may be truncated)" if last_line else ""
+        return None, ReadProblem(0, "invalid_json", f"{exc.msg} at column {exc.colno}{hint}")
+    except RecursionError:
+        return None, ReadProblem(0, "too_deep", "nesting too deep to parse")
+    except (ValueError, MemoryError, OverflowError) as exc:  # e.g. an integer with > 4,300 digits
+        return None, ReadProblem(0, "invalid_json", f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
+def iter_jsonl(
+    fh: BinaryIO,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_bytes: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, bytes | None, str | None, ReadProblem | None]]:
+    """Yield ``(line_number, raw_line, text, problem)`` for every non-blank line of a binary stream.
+
+    - ``raw_line``: the bytes without BOM and line ending (for hashing), ``None`` with a problem.
+    - ``text``: the line decoded as UTF-8, ``None`` with a problem.
+    - Blank lines yield ``(n, b"", None, None)`` so the caller can count them.
+    - Problems: ``line_too_long`` (over ``max_line_bytes``; skipped in 1 MiB chunks, never held whole),
+      ``invalid_utf8`` (with the byte offset), ``not_utf8`` (a UTF-16 BOM; reading stops there),
+      ``utf8_bom`` is not a problem: it is stripped and reported once by the caller via ``bom_seen``.
+    ``on_bytes(n)`` is called with the bytes consumed by each line (for progress). Never raises on content;
+    I/O errors (``OSError``) propagate.
+    """
+    lineno = 0
+    limit = max_line_bytes + 1
+    readline = fh.readline
+    while True:
+        raw = readline(limit)
+        if not raw:
+            return
+        lineno += 1
+        consumed = len(raw)
+        if len(raw) == limit and not raw.endswith(b"\n"):
+            # Over the limit: discard the rest of the line chunk by chunk.
+            while True:
+                chunk = readline(_SKIP_CHUNK)
+                consumed += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+            if on_bytes:
+                on_bytes(consumed)
+            yield lineno, None, None, ReadProblem(
+                lineno, "line_too_long", f"line is {consumed:,} bytes, over the {max_line_bytes:,}-byte limit"
+            )
+            continue
+        if on_bytes:
+            on_bytes(consumed)
+        if lineno == 1:
+            if raw.startswith(_UTF16_BOMS):
+                yield lineno, None, None, ReadProblem(
+                    lineno, "not_utf8", "file starts with a UTF-16 byte-order mark; convert it to UTF-8"
+                )
+                return
+            if raw.startswith(_BOM):
+                raw = raw[3:]
+        has_newline = raw.endswith(b"\n")
+        line = raw.rstrip(b"\r\n") if has_newline else raw
+        if not line.strip():
+            yield lineno, b"", None, None
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield lineno, None, None, ReadProblem(
+                lineno, "invalid_utf8", f"invalid UTF-8 at byte {exc.start} of the line ({exc.reason})"
+            )
+            continue
+        yield lineno, line, text, (None if has_newline else _NO_NEWLINE)
+
+
+_NO_NEWLINE = ReadProblem(0, "", "")
+"""Sentinel (not a real problem): the line had no trailing newline (the last line of the file)."""
+
+
+def is_no_newline(problem: ReadProblem | None) -> bool:
+    """True for the sentinel ``iter_jsonl`` yields with a last line lacking its newline."""
+    return problem is _NO_NEWLINE
+
+
+def iter_document(
+    text: str,
+) -> Iterator[tuple[int, Any, ReadProblem | None]]:
+    """Yield ``(line, value, problem)`` for a whole-JSON document.
+
+    A top-level array yields one row per element with the line where the element starts; anything else
+    yields one row at the line where it starts. A parse error yields one ``invalid_json`` problem with the
+    document line and column. Never raises.
+    """
+    idx = _skip_ws(text, 0)
+    if idx < len(text) and text[idx] == "[":
+        line = 1 + text.count("\n", 0, idx)
+        pos = _skip_ws(text, idx + 1)
+        if pos < len(text) and text[pos] == "]":
+            end = _skip_ws(text, pos + 1)
+            if end != len(text):
+                yield line, None, ReadProblem(line, "invalid_json", "extra data after the top-level array")
+            return
+        last_pos = idx
+        while True:
+            line += text.count("\n", last_pos, pos)
+            last_pos = pos
+            try:
+                value, end = DECODER.raw_decode(text, pos)
+            except NonFiniteNumber as exc:
+                yield line, None, ReadProblem(line, "nan_not_allowed", f"{exc} is not valid JSON")
+                return
+            except json.JSONDecodeError as exc:
+                yield exc.lineno, None, ReadProblem(
+                    exc.lineno, "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+                )
+                return
+            except RecursionError:
+                yield line, None, ReadProblem(line, "too_deep", "nesting too deep to parse")
+                return
+            except (ValueError, MemoryError, OverflowError) as exc:
+                yield line, None, ReadProblem(line, "invalid_json", f"{type(exc).__name__}: {str(exc)[:200]}")
+                return
+            yield line, value, None
+            pos = _skip_ws(text, end)
+            if pos < len(text) and text[pos] == ",":
+                pos = _skip_ws(text, pos + 1)
+                continue
+            if pos < len(text) and text[pos] == "]":
+                if _skip_ws(text, pos + 1) != len(text):
+                    bad = 1 + text.count("\n", 0, pos)
+                    yield bad, None, ReadProblem(bad, "invalid_json", "extra data after the top-level array")
+                return
+            bad = 1 + text.count("\n", 0, min(pos, len(text)))
+            yield bad, None, ReadProblem(bad, "invalid_json", "expected ',' or ']' in the top-level array")
+            return
+    line = 1 + text.count("\n", 0, idx)
+    try:
+        value = DECODER.decode(text)
+    except NonFiniteNumber as exc:
+        yield line, None, ReadProblem(line, "nan_not_allowed", f"{exc} is not valid JSON")
+        return
+    except json.JSONDecodeError as exc:
+        yield exc.lineno, None, ReadProblem(
+            exc.lineno, "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        )
+        return
+    except RecursionError:
+        yield line, None, ReadProblem(line, "too_deep", "nesting too deep to parse")
+        return
+    except (ValueError, MemoryError, OverflowError) as exc:
+        yield line, None, ReadProblem(line, "invalid_json", f"{type(exc).__name__}: {str(exc)[:200]}")
+        return
+    yield line, value, None
+
+
+_WS = " \t\n\r"
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def sniff_document(head_lines: list[bytes]) -> bool:
+    """Decide from the first non-blank lines whether a file is one JSON document rather than JSONL.
+
+    True when the first non-blank line starts with ``{`` or ``[`` but is not a complete JSON value and the
+    second non-blank line does not parse either (pretty-printed JSON). A JSONL file whose first line is
+    broken keeps JSONL mode because its second line parses. Never raises.
+    """
+    lines = [ln.strip() for ln in head_lines if ln.strip()]
+    if not lines:
+        return False
+    first = lines[0]
+    if first.startswith(_BOM):
+        first = first[3:].strip()
+    if not first[:1] in (b"{", b"["):
+        return False
+    if _parses(first):
+        return False
+    if len(lines) >= 2 and _parses(lines[1]):
+        return False
+    return True
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        value = DECODER.decode(raw.decode("utf-8"))
+    except (ValueError, RecursionError, UnicodeDecodeError, MemoryError, OverflowError):
+        return False
+    return isinstance(value, (dict, list))

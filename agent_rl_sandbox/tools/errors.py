@@ -1,0 +1,19 @@
+"""The one error type domain code raises for failures an agent (or a user) can act on."""
+
+from __future__ import annotations
+
+
+class ActionError(Exception):
+    """A failure with a next step. ``str(err)`` is the message; ``hint`` says what to do next.
+
+    The MCP adapter turns it into a flagged ``ToolError`` result; the CLI prints it and exits 1.
+    """
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def agent_text(self) -> str:
+        """Message and next step in one line, as an agent should read it."""
+        return f"{self.message}. Next step: {self.hint}" if self.hint else self.message
