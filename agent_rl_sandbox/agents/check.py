@@ -26,14 +26,14 @@ class CheckRow:
 
 async def check_tasks(settings: Settings, task_ids: list[str] | None = None) -> list[CheckRow]:
     """Play oracle and known-bad scripts of each task in process; one :class:`CheckRow` per task."""
-    from agent_rl_sandbox.tools.sandbox import SandboxService
+    from agent_rl_sandbox.tools.services import Services
 
-    service = SandboxService(settings)
-    call = service_caller(service)
+    services = Services.build(settings)
+    call = service_caller(services)
     rows = []
-    for tid in task_ids or sorted(service.tasks):
+    for tid in task_ids or sorted(services.sandbox.tasks):
         try:
-            task = service.task(tid)
+            task = services.sandbox.task(tid)
             good = await play_script(call, tid, *task.scripted("oracle"), agent="oracle")
             bad = await play_script(call, tid, *task.scripted("known_bad"), agent="known-bad")
         except (ActionError, RuntimeError) as e:

@@ -64,8 +64,8 @@ async def play_script(
     return Episode(agent, task_id, sandbox_id, reset["session_id"], finish, errors)
 
 
-def service_caller(service: Any) -> ToolCaller:
-    """A :data:`ToolCaller` that calls a ``SandboxService`` in process (no MCP), mapping
+def service_caller(services: Any) -> ToolCaller:
+    """A :data:`ToolCaller` that calls :class:`~agent_rl_sandbox.tools.services.Services` in process (no MCP), mapping
     ``ActionError`` to an error result the way the MCP adapter does."""
     from agent_rl_sandbox.server.app import TOOLS
     from agent_rl_sandbox.tools.errors import ActionError
@@ -75,7 +75,7 @@ def service_caller(service: Any) -> ToolCaller:
     async def call(tool: str, args: dict[str, Any]):
         spec = by_name[tool]
         try:
-            out = getattr(service, spec.method)(spec.input_model(**args))
+            out = services.resolve(spec.impl)(spec.input_model(**args))
         except ActionError as e:
             return True, None, e.agent_text()
         return False, out.model_dump(mode="json"), ""

@@ -25,7 +25,7 @@ from agent_rl_sandbox import __version__
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.sandbox import SandboxService
+from agent_rl_sandbox.tools.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,8 @@ class ToolSpec:
     input_model: type[BaseModel]
     output_model: type[BaseModel]
     annotations: ToolAnnotations
-    method: str
-    """Name of the :class:`SandboxService` method that implements the tool."""
+    impl: str
+    """``"<service>.<method>"`` on :class:`~agent_rl_sandbox.tools.services.Services` that implements the tool."""
     description: str
     slow: bool = False
     """Run in a worker thread (commands, the verifier) so the event loop stays responsive."""
@@ -59,55 +59,55 @@ class ToolSpec:
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "list_tasks", io.ListTasksInput, io.ListTasksOutput, READ_ONLY, "list_tasks",
+        "list_tasks", io.ListTasksInput, io.ListTasksOutput, READ_ONLY, "sandbox.list_tasks",
         "List the practice tasks (id, behaviour, split, description). Start here, then call sandbox_reset with a task id.",
     ),
     ToolSpec(
-        "sandbox_reset", io.SandboxResetInput, io.SandboxResetOutput, DESTRUCTIVE, "reset",
+        "sandbox_reset", io.SandboxResetInput, io.SandboxResetOutput, DESTRUCTIVE, "sandbox.reset",
         "Create a fresh sandbox for a task (or return an existing sandbox to its base commit, discarding "
         "its changes) and start recording a new trajectory. Returns the sandbox_id, the instruction to "
         "follow, the files, the isolation in force and the limits.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_exec", io.SandboxExecInput, io.SandboxExecOutput, ADDITIVE, "exec",
+        "sandbox_exec", io.SandboxExecInput, io.SandboxExecOutput, ADDITIVE, "sandbox.exec",
         "Run a shell command (bash -c) in the sandbox's repo root: no network, only the sandbox writable, "
         "time/CPU/memory/process/output limits. Returns exit code, bounded stdout/stderr, files changed. "
         "Use it to inspect and to run tests; the run is recorded as evidence.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_read_file", io.SandboxReadFileInput, io.SandboxReadFileOutput, READ_ONLY, "read_file",
+        "sandbox_read_file", io.SandboxReadFileInput, io.SandboxReadFileOutput, READ_ONLY, "sandbox.read_file",
         "Read a file of the sandbox (path relative to the repo root), up to max_bytes from offset; "
         "next_offset continues a long file.",
     ),
     ToolSpec(
-        "sandbox_write_file", io.SandboxWriteFileInput, io.SandboxWriteFileOutput, IDEMPOTENT_ADDITIVE, "write_file",
+        "sandbox_write_file", io.SandboxWriteFileInput, io.SandboxWriteFileOutput, IDEMPOTENT_ADDITIVE, "sandbox.write_file",
         "Write a whole file in the sandbox (creating folders). Claim the path with sandbox_claim first: "
         "unclaimed edits are recorded and cost reward.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_claim", io.SandboxClaimInput, io.SandboxClaimOutput, IDEMPOTENT_ADDITIVE, "claim",
+        "sandbox_claim", io.SandboxClaimInput, io.SandboxClaimOutput, IDEMPOTENT_ADDITIVE, "sandbox.claim",
         "Claim files or folders before editing them. Edit only what you claimed.",
     ),
     ToolSpec(
-        "sandbox_state", io.SandboxStateInput, io.SandboxStateOutput, READ_ONLY, "state",
+        "sandbox_state", io.SandboxStateInput, io.SandboxStateOutput, READ_ONLY, "sandbox.state",
         "Show a sandbox's git diff summary, changed files, claims, commands run, isolation and limits.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_finish", io.SandboxFinishInput, io.SandboxFinishOutput, DESTRUCTIVE, "finish",
+        "sandbox_finish", io.SandboxFinishInput, io.SandboxFinishOutput, DESTRUCTIVE, "sandbox.finish",
         "End the episode with your final message (say which test command you ran and its result). The "
         "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed.",
         slow=True,
     ),
     ToolSpec(
-        "trajectory_get", io.TrajectoryGetInput, io.TrajectoryGetOutput, READ_ONLY, "trajectory_get",
+        "trajectory_get", io.TrajectoryGetInput, io.TrajectoryGetOutput, READ_ONLY, "sandbox.trajectory_get",
         "Get a trajectory's summary and a page of its steps (offset/limit); full_path holds all of it as JSON.",
     ),
     ToolSpec(
-        "eval_score", io.EvalScoreInput, io.EvalScoreOutput, READ_ONLY, "eval_score",
+        "eval_score", io.EvalScoreInput, io.EvalScoreOutput, READ_ONLY, "sandbox.eval_score",
         "Score a finished trajectory against its task's reward spec: reward, pass, each criterion with its "
         "explanation and evidence, and whether success was only self-reported.",
         slow=True,
@@ -145,18 +145,18 @@ def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[...
     return tool
 
 
-def build_server(settings: Settings | None = None, service: SandboxService | None = None) -> MCPServer:
-    """An ``MCPServer`` exposing every tool in :data:`TOOLS` over ``service`` (built from
-    ``settings`` or the environment when not given)."""
-    service = service or SandboxService(settings or Settings.from_env())
+def build_server(settings: Settings | None = None, services: Services | None = None) -> MCPServer:
+    """An ``MCPServer`` exposing every tool in :data:`TOOLS` over ``services`` (built from
+    ``settings``, or from the environment, when not given)."""
+    services = services or Services.build(settings)
     server = MCPServer(name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS)
     for spec in TOOLS:
         server.add_tool(
-            _make_tool(spec, getattr(service, spec.method)),
+            _make_tool(spec, services.resolve(spec.impl)),
             name=spec.name,
             description=spec.description,
             annotations=spec.annotations,
             structured_output=True,
         )
-    server.service = service  # type: ignore[attr-defined]  # for tests and the CLI
+    server.services = services  # type: ignore[attr-defined]  # for tests and the CLI
     return server

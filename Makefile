@@ -1,0 +1,31 @@
+# Two commands set up a fresh machine: `make demo` (the main job) and `make test` (the tests).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install lint bench clean
+
+$(STAMP): pyproject.toml constraints/cpu.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0 -c constraints/cpu.txt
+	$(PIP) install -q -c constraints/cpu.txt -e ".[dev,train]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The main job: start the MCP server over stdio and play a good and a careless agent on a built-in task.
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/agent-rl-sandbox demo
+
+## The whole test suite.
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check agent_rl_sandbox tests bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache
