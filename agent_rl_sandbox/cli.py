@@ -14,7 +14,9 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Sandboxes, trajectories and rewards for coding agents.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Sandboxes, trajectories and rewards for coding agents."
+)
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and check tasks.")
 app.add_typer(tasks_app, name="tasks")
 
@@ -22,7 +24,9 @@ TaskDirOpt = Annotated[
     list[Path] | None,
     typer.Option("--task-dir", help="Extra task folder (repeatable); adds to AGENT_RL_SANDBOX_TASK_DIRS."),
 ]
-HomeOpt = Annotated[Path | None, typer.Option("--home", help="Home folder (default: $AGENT_RL_SANDBOX_HOME or ~/.agent-rl-sandbox).")]
+HomeOpt = Annotated[
+    Path | None, typer.Option("--home", help="Home folder (default: $AGENT_RL_SANDBOX_HOME or ~/.agent-rl-sandbox).")
+]
 
 
 def _settings(home: Path | None = None, task_dirs: list[Path] | None = None):
@@ -122,7 +126,9 @@ def tasks_check(
     rows = anyio.run(check_tasks, settings, task_ids or None)
     table = Table("task", "oracle reward", "bad reward", "verdict", "problem")
     for r in rows:
-        table.add_row(r.task_id, f"{r.oracle_reward:.3f}", f"{r.bad_reward:.3f}", "ok" if r.ok else "[red]FAIL[/red]", r.problem)
+        table.add_row(
+            r.task_id, f"{r.oracle_reward:.3f}", f"{r.bad_reward:.3f}", "ok" if r.ok else "[red]FAIL[/red]", r.problem
+        )
     Console().print(table)
     raise typer.Exit(0 if rows and all(r.ok for r in rows) else 1)
 

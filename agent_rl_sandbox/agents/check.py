@@ -47,5 +47,7 @@ async def check_tasks(settings: Settings, task_ids: list[str] | None = None) -> 
             problems.append("known-bad passes")
         if not g["reward"] > b["reward"]:
             problems.append("direction test: oracle does not score above known-bad")
-        rows.append(CheckRow(tid, g["reward"], g["passed"], b["reward"], b["passed"], not problems, "; ".join(problems)))
+        rows.append(
+            CheckRow(tid, g["reward"], g["passed"], b["reward"], b["passed"], not problems, "; ".join(problems))
+        )
     return rows

@@ -41,7 +41,9 @@ class TaskInfo(_Out):
 class ListTasksOutput(_Out):
     tasks: list[TaskInfo]
     total: int
-    problems: list[str] = Field(default_factory=list, description="Task folders that failed to load, with file and field.")
+    problems: list[str] = Field(
+        default_factory=list, description="Task folders that failed to load, with file and field."
+    )
 
 
 class SandboxResetInput(_In):
@@ -49,7 +51,9 @@ class SandboxResetInput(_In):
     sandbox_id: str | None = Field(
         default=None, description="Reset this existing sandbox to its base commit instead of creating one."
     )
-    agent_name: str = Field(default="unknown", max_length=200, description="Your agent's name, recorded on the trajectory.")
+    agent_name: str = Field(
+        default="unknown", max_length=200, description="Your agent's name, recorded on the trajectory."
+    )
 
 
 class SandboxResetOutput(_Out):
@@ -69,8 +73,12 @@ class SandboxResetOutput(_Out):
 
 class SandboxExecInput(_In):
     sandbox_id: str = SandboxId
-    command: str = Field(min_length=1, max_length=20_000, description="Shell command, run with bash -c in the repo root.")
-    timeout_seconds: float | None = Field(default=None, gt=0, description="Wall-time limit; capped by the task's limit.")
+    command: str = Field(
+        min_length=1, max_length=20_000, description="Shell command, run with bash -c in the repo root."
+    )
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, description="Wall-time limit; capped by the task's limit."
+    )
 
 
 class SandboxExecOutput(_Out):

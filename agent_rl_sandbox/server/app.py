@@ -31,7 +31,9 @@ log = logging.getLogger(__name__)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-IDEMPOTENT_ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+IDEMPOTENT_ADDITIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 INSTRUCTIONS = """\
@@ -59,55 +61,95 @@ class ToolSpec:
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "list_tasks", io.ListTasksInput, io.ListTasksOutput, READ_ONLY, "sandbox.list_tasks",
+        "list_tasks",
+        io.ListTasksInput,
+        io.ListTasksOutput,
+        READ_ONLY,
+        "sandbox.list_tasks",
         "List the practice tasks (id, behaviour, split, description). Start here, then call sandbox_reset with a task id.",
     ),
     ToolSpec(
-        "sandbox_reset", io.SandboxResetInput, io.SandboxResetOutput, DESTRUCTIVE, "sandbox.reset",
+        "sandbox_reset",
+        io.SandboxResetInput,
+        io.SandboxResetOutput,
+        DESTRUCTIVE,
+        "sandbox.reset",
         "Create a fresh sandbox for a task (or return an existing sandbox to its base commit, discarding "
         "its changes) and start recording a new trajectory. Returns the sandbox_id, the instruction to "
         "follow, the files, the isolation in force and the limits.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_exec", io.SandboxExecInput, io.SandboxExecOutput, ADDITIVE, "sandbox.exec",
+        "sandbox_exec",
+        io.SandboxExecInput,
+        io.SandboxExecOutput,
+        ADDITIVE,
+        "sandbox.exec",
         "Run a shell command (bash -c) in the sandbox's repo root: no network, only the sandbox writable, "
         "time/CPU/memory/process/output limits. Returns exit code, bounded stdout/stderr, files changed. "
         "Use it to inspect and to run tests; the run is recorded as evidence.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_read_file", io.SandboxReadFileInput, io.SandboxReadFileOutput, READ_ONLY, "sandbox.read_file",
+        "sandbox_read_file",
+        io.SandboxReadFileInput,
+        io.SandboxReadFileOutput,
+        READ_ONLY,
+        "sandbox.read_file",
         "Read a file of the sandbox (path relative to the repo root), up to max_bytes from offset; "
         "next_offset continues a long file.",
     ),
     ToolSpec(
-        "sandbox_write_file", io.SandboxWriteFileInput, io.SandboxWriteFileOutput, IDEMPOTENT_ADDITIVE, "sandbox.write_file",
+        "sandbox_write_file",
+        io.SandboxWriteFileInput,
+        io.SandboxWriteFileOutput,
+        IDEMPOTENT_ADDITIVE,
+        "sandbox.write_file",
         "Write a whole file in the sandbox (creating folders). Claim the path with sandbox_claim first: "
         "unclaimed edits are recorded and cost reward.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_claim", io.SandboxClaimInput, io.SandboxClaimOutput, IDEMPOTENT_ADDITIVE, "sandbox.claim",
+        "sandbox_claim",
+        io.SandboxClaimInput,
+        io.SandboxClaimOutput,
+        IDEMPOTENT_ADDITIVE,
+        "sandbox.claim",
         "Claim files or folders before editing them. Edit only what you claimed.",
     ),
     ToolSpec(
-        "sandbox_state", io.SandboxStateInput, io.SandboxStateOutput, READ_ONLY, "sandbox.state",
+        "sandbox_state",
+        io.SandboxStateInput,
+        io.SandboxStateOutput,
+        READ_ONLY,
+        "sandbox.state",
         "Show a sandbox's git diff summary, changed files, claims, commands run, isolation and limits.",
         slow=True,
     ),
     ToolSpec(
-        "sandbox_finish", io.SandboxFinishInput, io.SandboxFinishOutput, DESTRUCTIVE, "sandbox.finish",
+        "sandbox_finish",
+        io.SandboxFinishInput,
+        io.SandboxFinishOutput,
+        DESTRUCTIVE,
+        "sandbox.finish",
         "End the episode with your final message (say which test command you ran and its result). The "
         "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed.",
         slow=True,
     ),
     ToolSpec(
-        "trajectory_get", io.TrajectoryGetInput, io.TrajectoryGetOutput, READ_ONLY, "sandbox.trajectory_get",
+        "trajectory_get",
+        io.TrajectoryGetInput,
+        io.TrajectoryGetOutput,
+        READ_ONLY,
+        "sandbox.trajectory_get",
         "Get a trajectory's summary and a page of its steps (offset/limit); full_path holds all of it as JSON.",
     ),
     ToolSpec(
-        "eval_score", io.EvalScoreInput, io.EvalScoreOutput, READ_ONLY, "sandbox.eval_score",
+        "eval_score",
+        io.EvalScoreInput,
+        io.EvalScoreOutput,
+        READ_ONLY,
+        "sandbox.eval_score",
         "Score a finished trajectory against its task's reward spec: reward, pass, each criterion with its "
         "explanation and evidence, and whether success was only self-reported.",
         slow=True,
@@ -136,7 +178,9 @@ def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[...
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "(arguments)"
-            raise ToolError(f"invalid argument `{where}`: {first['msg']}. Next step: fix the argument and call again") from None
+            raise ToolError(
+                f"invalid argument `{where}`: {first['msg']}. Next step: fix the argument and call again"
+            ) from None
 
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
