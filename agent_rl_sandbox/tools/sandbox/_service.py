@@ -436,6 +436,12 @@ class SandboxService:
         changed = wc.changed_between(wc.base_tree(row["base_commit"]), tree)
         traj = self.store.get(row["session_id"])
         commands = [a.command for a in actions_of(traj.steps) if a.kind == "command" and a.command]
+        step_count = traj.step_count
+        if row["status"] == "open":
+            self._record(
+                row["session_id"], "sandbox_state", {}, f"{len(changed)} file(s) changed: {changed[:cap]}", state_ref=tree
+            )
+            step_count += 1
         return SandboxStateOutput(
             sandbox_id=inp.sandbox_id,
             session_id=row["session_id"],
@@ -445,7 +451,7 @@ class SandboxService:
             diff_stat=wc.diff_stat(row["base_commit"], tree)[: self.settings.max_output_bytes],
             claims=row["claims"][:cap],
             commands_run=commands[-cap:],
-            step_count=traj.step_count,
+            step_count=step_count,
             isolation=self.isolation.detail if row["isolation"] == self.isolation.kind else row["isolation"],
             limits=task.config.limits,
         )
