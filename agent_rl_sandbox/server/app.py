@@ -181,6 +181,12 @@ def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[...
             raise ToolError(
                 f"invalid argument `{where}`: {first['msg']}. Next step: fix the argument and call again"
             ) from None
+        except Exception as e:  # a bug, not the agent's fault: still a flagged error with a next step
+            log.exception("tool %s crashed", spec.name)
+            raise ToolError(
+                f"internal error in {spec.name} ({type(e).__name__}). Next step: do not retry the same call; "
+                "the server log has the traceback, report it"
+            ) from None
 
     tool.__name__ = spec.name
     tool.__doc__ = spec.description

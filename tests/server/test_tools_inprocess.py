@@ -212,3 +212,15 @@ async def test_large_output_is_bounded_with_file(server):
     assert len(out["stdout"]) < 20_000
     assert "bytes cut" in out["stdout"] or "cut; see" in out["stdout"]
     assert out["output_path"] and Path(out["output_path"]).is_file()
+
+
+async def test_a_crash_inside_a_tool_is_still_a_flagged_error_with_next_step(services, monkeypatch):
+    def boom(_inp):
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(services.sandbox, "list_tasks", boom)
+    server = build_server(services=services)
+    async with Client(server) as client:
+        res = await client.call_tool("list_tasks", {})
+    assert res.is_error
+    assert "internal error in list_tasks" in res.content[0].text and "Next step" in res.content[0].text
