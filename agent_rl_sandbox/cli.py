@@ -133,6 +133,191 @@ def tasks_check(
     raise typer.Exit(0 if rows and all(r.ok for r in rows) else 1)
 
 
+@app.command()
+def score(
+    path: Annotated[str, typer.Argument(help="Port Daddy suite JSON, ATIF file or folder, or `store` / `store:ID,ID`.")],
+    gate: Annotated[str | None, typer.Option("--gate", help="Evaluate this named gate; exit 1 when it fails.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as canonical JSON.")] = False,
+    spec: Annotated[Path | None, typer.Option("--spec", help="Reward spec (JSON or TOML) for ATIF input.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Task whose spec scores ATIF input; filter for `store`.")] = None,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline report for the gate's regression check.")] = None,
+    unhooks: Annotated[Path | None, typer.Option("--unhooks", help="JSON list of unhooks (name, command|procedure, validated).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON report to this file.")] = None,
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+) -> None:
+    """Score trajectories deterministically; exit 1 when --gate fails, 2 on unreadable or invalid input."""
+    from agent_rl_sandbox.tools.evals import run_score
+
+    code = run_score(
+        _settings(home, task_dir), path, gate=gate, as_json=as_json, spec=spec, task_id=task,
+        baseline=baseline, unhooks=unhooks, out=out,
+    )
+    raise typer.Exit(code)
+
+
+hook_app = typer.Typer(no_args_is_help=True, help="Commands that agent clients' hooks call.")
+app.add_typer(hook_app, name="hook")
+
+
+@hook_app.command("claude-code")
+def hook_claude_code() -> None:
+    """Record one Claude Code hook event (JSON on stdin) as a `hook` step. Prints nothing; always exits 0."""
+    from agent_rl_sandbox.agents.claude_code.hook import main as hook_main
+
+    raise typer.Exit(hook_main())
+
+
+@app.command("import")
+def import_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Files to import (ATIF .json/.jsonl, Claude Code or Codex JSONL, chat logs).")],
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="atif, claude_code, codex or openai_chat (default: detected).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON.")] = False,
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+) -> None:
+    """Import trajectories into the store; problems are listed with file and line. Exit 1 on any error."""
+    from agent_rl_sandbox.tools.errors import ActionError
+    from agent_rl_sandbox.tools.services import Services
+
+    services = Services.build(_settings(home, task_dir))
+    reports, failed = [], False
+    try:
+        for p in paths:
+            try:
+                r = services.trajectories.import_file(p, format=fmt)
+            except ActionError as e:
+                typer.echo(f"{p}: {e.agent_text()}", err=True)
+                failed = True
+                continue
+            reports.append(r)
+            failed |= not r.ok
+    finally:
+        services.close()
+    if as_json:
+        typer.echo(json.dumps([r.model_dump() | {"ok": r.ok} for r in reports], indent=2))
+    else:
+        for r in reports:
+            redacted = sum(r.redactions.values())
+            typer.echo(
+                f"{r.file}: {r.format}, {len(r.trajectories)} trajectories, {r.steps} steps"
+                f" ({len(r.already_imported)} already imported, {r.missing_results} calls without result,"
+                f" {redacted} secrets redacted)"
+            )
+            for pr in r.problems:
+                where = f"{pr.file}:{pr.line}" if pr.line else pr.file
+                typer.echo(f"  {pr.severity}: {where}{' ' + pr.path if pr.path else ''}: {pr.message}")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command("export")
+def export_cmd(
+    fmt: Annotated[str, typer.Argument(help="sft, dpo, kto, grpo, minimind_sft, minimind_dpo, minimind_agentic, atif, suite.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for <export_id>/ (default: <home>/exports).")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Only this task id.")] = None,
+    behaviour: Annotated[str | None, typer.Option("--behaviour")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent name.")] = None,
+    origin: Annotated[str | None, typer.Option("--origin", help="sandbox, mcp, hook, import, ...")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Created at or after (ISO-8601).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Created before (ISO-8601).")] = None,
+    min_reward: Annotated[float | None, typer.Option("--min-reward", help="SFT/DPO-chosen minimum reward.")] = 1.0,
+    any_reward: Annotated[bool, typer.Option("--any-reward", help="SFT: include unscored trajectories too.")] = False,
+    include_heldout: Annotated[bool, typer.Option("--include-heldout", help="atif/suite only.")] = False,
+    include_running: Annotated[bool, typer.Option("--include-running", help="atif/suite only.")] = False,
+    validate: Annotated[bool, typer.Option("--validate/--no-validate", help="Run the dataset validator on the result.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+) -> None:
+    """Export trajectories as training data (or ATIF / a suite) with a manifest; exit 1 when nothing was
+    exported or the validator rejects the file."""
+    from agent_rl_sandbox.tools.errors import ActionError
+    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.tools.trajectories import ExportOptions
+
+    settings = _settings(home, task_dir)
+    services = Services.build(settings)
+    opts = ExportOptions(
+        format=fmt, task_id=task, behaviour=behaviour, agent_name=agent, origin=origin, created_after=since,
+        created_before=until, min_reward=None if any_reward else min_reward, include_heldout=include_heldout,
+        include_running=include_running,
+    )
+    try:
+        res = services.trajectories.export_to(opts, out or services.trajectories.exports_dir)
+    except ActionError as e:
+        typer.echo(e.agent_text(), err=True)
+        raise typer.Exit(1) from None
+    finally:
+        services.close()
+    code = 0
+    if validate:
+        from agent_rl_sandbox.tools.datasets import validate_file
+
+        for f in res.manifest.files:
+            report = validate_file(res.directory / f.path, kind=f.kind)
+            if not report.ok:
+                code = 1
+                for e in report.errors[:20]:
+                    typer.echo(f"invalid: {f.path}:{e.line} {e.json_path} {e.code}: {e.message}", err=True)
+    if as_json:
+        typer.echo(res.manifest.model_dump_json(indent=2))
+    else:
+        m = res.manifest
+        skipped = ", ".join(f"{k}={v}" for k, v in m.counts.items() if k not in ("considered", "selected"))
+        typer.echo(f"{m.format}: {m.rows} rows from {len(m.source_session_ids)} trajectories -> {res.data_path}")
+        typer.echo(f"manifest: {res.manifest_path} (sha256 {m.sha256[:16]}...)" + (f"; {skipped}" if skipped else ""))
+    raise typer.Exit(code)
+
+
+@app.command("validate")
+def validate_cmd(
+    files: Annotated[list[Path], typer.Argument(help="JSONL or JSON files to validate.")],
+    kind: Annotated[str | None, typer.Option("--kind", help="Force a kind instead of detecting it per row.")] = None,
+    eval_file: Annotated[Path | None, typer.Option("--eval", help="Eval file: shared prompts are leakage.")] = None,
+    max_errors: Annotated[int, typer.Option("--max-errors", min=1, help="Errors listed per file.")] = 50,
+    max_length: Annotated[int | None, typer.Option("--max-length", min=1, help="Length limit (estimated tokens).")] = None,
+    tokenizer: Annotated[str | None, typer.Option("--tokenizer", help="tokenizer.json for real token counts.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON.")] = False,
+) -> None:
+    """Validate post-training data. Exit 0: valid; 1: errors found; 2: a file could not be read."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from agent_rl_sandbox.tools.datasets import KINDS, validate_files
+    from agent_rl_sandbox.tools.errors import ActionError
+
+    if kind is not None and kind not in KINDS:
+        typer.echo(f"unknown kind {kind!r}; one of: {', '.join(KINDS)}", err=True)
+        raise typer.Exit(2)
+    err = Console(stderr=True)
+    big = sum(f.stat().st_size for f in files if f.is_file()) > 32 * 1024 * 1024
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, disable=not big or as_json, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(path: str, done: int, total: int) -> None:
+            if path not in tasks:
+                tasks[path] = bar.add_task(Path(path).name, total=total)
+            bar.update(tasks[path], completed=done)
+
+        try:
+            reports = validate_files(
+                files, kind=kind, eval_path=eval_file, max_errors=max_errors, max_length=max_length,
+                tokenizer_path=tokenizer, progress=progress,
+            )
+        except ActionError as e:
+            typer.echo(e.agent_text(), err=True)
+            raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
+    else:
+        for r in reports:
+            typer.echo(r.text())
+    raise typer.Exit(max((r.exit_code for r in reports), default=2))
+
+
 def main() -> None:  # pragma: no cover - console entry
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     app()

@@ -8,6 +8,8 @@ Environment variables (all optional):
   ``postgresql+psycopg://user@host/db`` for a team store.
 - ``AGENT_RL_SANDBOX_TASK_DIRS``: extra task folders, separated by ``os.pathsep``.
 - ``AGENT_RL_SANDBOX_ISOLATION``: ``auto`` (bubblewrap when installed), ``bwrap`` or ``none``.
+- ``AGENT_RL_SANDBOX_IDLE_SECONDS``: seconds without an action after which an open sandbox is
+  cleaned up (default 3600).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class Settings(BaseModel):
     """Cap on command output bytes returned in one tool result (the full output goes to a file)."""
     max_exec_seconds: float = Field(default=45.0, gt=0)
     """Upper bound on any single command's wall time, below clients' ~60 s tool-call cutoff."""
+    sandbox_idle_seconds: float = Field(default=3600.0, gt=0)
+    """An open sandbox with no action for this long is cleaned up (processes killed, working copy
+    removed, trajectory closed unpassed) the next time the server looks (``reap_idle``)."""
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -55,6 +60,8 @@ class Settings(BaseModel):
             values["task_dirs"] = tuple(Path(p) for p in env["AGENT_RL_SANDBOX_TASK_DIRS"].split(os.pathsep) if p)
         if env.get("AGENT_RL_SANDBOX_ISOLATION"):
             values["isolation"] = env["AGENT_RL_SANDBOX_ISOLATION"]
+        if env.get("AGENT_RL_SANDBOX_IDLE_SECONDS"):
+            values["sandbox_idle_seconds"] = float(env["AGENT_RL_SANDBOX_IDLE_SECONDS"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -8,9 +8,10 @@ tool calls; ``known_bad.json``: a scripted trajectory that must fail).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_rl_sandbox.schemas.reward import RewardSpec
 
@@ -32,6 +33,9 @@ class Limits(BaseModel):
     """RLIMIT_FSIZE: largest file a command may write."""
     output_bytes: int = Field(default=65_536, ge=256)
     """Output bytes kept per stream; the rest is counted and cut with a marker."""
+    output_kill_mb: int = Field(default=2048, ge=1)
+    """A stream producing more than this many MiB kills the command (``limit_hit="output"``), so an
+    endless writer cannot keep the server reading until the wall-time limit."""
 
 
 class ToolPolicy(BaseModel):
@@ -44,6 +48,16 @@ class ToolPolicy(BaseModel):
     forbidden_command_patterns: list[str] = Field(default_factory=list)
     """Regexes (``re.search``) over command text whose match is a safety violation; the server
     refuses such commands and records the refusal."""
+
+    @field_validator("forbidden_command_patterns")
+    @classmethod
+    def _patterns_compile(cls, v: list[str]) -> list[str]:
+        for i, pat in enumerate(v):
+            try:
+                re.compile(pat)
+            except re.error as e:
+                raise ValueError(f"pattern {i} ({pat!r}) is not a valid regex: {e}") from None
+        return v
 
 
 class TaskConfig(BaseModel):
@@ -65,10 +79,30 @@ class TaskConfig(BaseModel):
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     credentials: dict[str, str] = Field(default_factory=dict)
     """Fake credentials exposed to commands as environment variables (never real ones)."""
+    protected_paths: list[str] = Field(default_factory=list)
+    """Paths (files, folders or globs, relative to the repo) the agent should not edit, e.g. the
+    visible tests. Edits to them are recorded on the step (``extra.protected_paths_touched``) and
+    in ``sandbox_state``; pair them with ``file_unchanged`` criteria to make them cost reward."""
     reward: RewardSpec | None = None
     """Inline reward spec; or ``reward_spec`` names a JSON file in the task folder."""
     reward_spec: str | None = None
+    """Path of a reward-spec JSON file, relative to the task folder (instead of ``[reward]``)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("credentials")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ValueError(f"{k!r} is not an environment variable name")
+        return v
+
+    @field_validator("reward_spec")
+    @classmethod
+    def _relative_spec(cls, v: str | None) -> str | None:
+        if v is not None and (v.startswith("/") or ".." in v.split("/")):
+            raise ValueError("must be a path inside the task folder (no leading / or ..)")
+        return v
 
 
 class ScriptedCall(BaseModel):

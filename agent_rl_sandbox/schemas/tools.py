@@ -7,13 +7,20 @@ holding the whole thing.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_rl_sandbox.schemas.reward import ScoreReport
 from agent_rl_sandbox.schemas.task import Limits
-from agent_rl_sandbox.schemas.trajectory import Step, TrajectorySummary
+from agent_rl_sandbox.schemas.trajectory import (
+    Observation,
+    Step,
+    StepOutcome,
+    StepSource,
+    ToolCall,
+    TrajectorySummary,
+)
 
 SandboxId = Field(min_length=1, max_length=64, description="Id returned by sandbox_reset, e.g. sbx_1a2b3c4d5e6f.")
 
@@ -151,6 +158,11 @@ class SandboxStateOutput(_Out):
     step_count: int
     isolation: str
     limits: Limits
+    isolation_kind: str = Field(default="", description="`bwrap` or `none` (plain subprocess, no filesystem or network isolation).")
+    run_as_uid: int | None = Field(default=None, description="Unprivileged uid commands run as; null: the server's own user.")
+    protected_paths_touched: list[str] = Field(
+        default_factory=list, description="Protected paths (e.g. tests) changed from the base commit; recorded for the scorer."
+    )
 
 
 class SandboxFinishInput(_In):
@@ -175,6 +187,7 @@ class SandboxFinishOutput(_Out):
     verifier_exit_code: int | None
     verifier_output: str
     report_path: str
+    isolation: str = Field(default="", description="Isolation the episode's commands and the verifier ran under.")
 
 
 class TrajectoryGetInput(_In):
@@ -198,3 +211,153 @@ class EvalScoreInput(_In):
 class EvalScoreOutput(_Out):
     report: ScoreReport
     report_path: str
+
+
+# -- trajectories (start, log, finish, list, export) ------------------------------------------------
+ExportFormat = Literal[
+    "sft", "dpo", "kto", "grpo", "minimind_sft", "minimind_dpo", "minimind_agentic", "atif", "suite"
+]
+TrajectoryOutcome = Literal["passed", "failed", "unscored", "running"]
+
+
+class TrajectoryStartInput(_In):
+    agent_name: str = Field(default="unknown", min_length=1, max_length=200, description="Your agent's name.")
+    agent_version: str = Field(default="", max_length=100)
+    model_name: str | None = Field(default=None, max_length=200, description="The model driving you, if known.")
+    task_id: str | None = Field(
+        default=None, max_length=200,
+        description="Task you are practising (see list_tasks). Its behaviour and split come from the task registry.",
+    )
+    external_id: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Your own id for this session. Starting again with the same id returns the running "
+        "trajectory instead of a second one, so a retried call is safe.",
+    )
+    parent_session_id: str | None = Field(
+        default=None, description="A finished trajectory this one corrects (finished trajectories never change)."
+    )
+    tool_definitions: list[dict[str, Any]] | None = Field(
+        default=None, max_length=200,
+        description="JSON schemas of the tools you have (OpenAI function format); used for training exports.",
+    )
+
+
+class TrajectoryStartOutput(_Out):
+    trajectory: TrajectorySummary
+    created: bool = Field(description="False when external_id matched a running trajectory (a retry).")
+
+
+class LoggedStepInput(_In):
+    """A step you log yourself. It is stored as self-reported (provenance ``agent``)."""
+
+    source: StepSource = Field(default="agent", description="user, agent or system (ATIF).")
+    message: str = Field(default="", max_length=200_000, description="Text of the step.")
+    tool_calls: list[ToolCall] | None = Field(
+        default=None, max_length=64, description="Calls made in this step, each with a tool_call_id unique in the step."
+    )
+    observation: Observation | None = Field(
+        default=None, description="Results; each result's source_call_id names one of this step's tool calls."
+    )
+    metrics: dict[str, Any] | None = Field(default=None, description="Token counts, cost, duration.")
+    extra: dict[str, Any] = Field(default_factory=dict)
+    outcome: StepOutcome = Field(default="ok", description="What became of the action, as you saw it.")
+    exit_code: int | None = None
+    done: bool = Field(default=False, description="True on the step that ends your episode.")
+    client_step_id: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Idempotency key: logging a step again with the same key returns the stored step.",
+    )
+    provenance: Literal["agent"] = Field(
+        default="agent",
+        description="Always 'agent': steps you log are self-reported. Sandbox tools record server steps for "
+        "you; only the server and client hooks can record other provenances.",
+    )
+
+
+class TrajectoryLogStepInput(_In):
+    session_id: str = Field(min_length=1, max_length=64, description="Trajectory from trajectory_start.")
+    step: LoggedStepInput | None = Field(default=None, description="One step (or use steps for a batch).")
+    steps: list[LoggedStepInput] | None = Field(
+        default=None, min_length=1, max_length=500, description="A batch of steps, appended atomically in order."
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.step is None) == (self.steps is None):
+            raise ValueError("pass exactly one of step or steps")
+        return self
+
+
+class LoggedStepRef(_Out):
+    step_id: int
+    client_step_id: str | None
+    created: bool = Field(description="False when client_step_id was already stored (a retry): nothing was added.")
+
+
+class TrajectoryLogStepOutput(_Out):
+    session_id: str
+    steps: list[LoggedStepRef]
+    step_count: int
+    redactions: dict[str, int] = Field(
+        default_factory=dict, description="Secrets replaced by [REDACTED:<type>] before storing, by type."
+    )
+
+
+class TrajectoryFinishInput(_In):
+    session_id: str = Field(min_length=1, max_length=64)
+    final_message: str = Field(default="", max_length=20_000, description="Your final message for the episode.")
+
+
+class TrajectoryFinishOutput(_Out):
+    trajectory: TrajectorySummary
+
+
+class TrajectoryListInput(_In):
+    task_id: str | None = None
+    behaviour: str | None = None
+    agent_name: str | None = None
+    outcome: TrajectoryOutcome | None = Field(
+        default=None, description="passed, failed, unscored (finished, never scored) or running."
+    )
+    split: Literal["train", "heldout"] | None = None
+    origin: str | None = Field(default=None, description="sandbox, mcp, hook (any hook), hook:claude-code, import...")
+    created_after: str | None = Field(default=None, description="ISO-8601 time, inclusive.")
+    created_before: str | None = Field(default=None, description="ISO-8601 time, exclusive.")
+    limit: int = Field(default=50, ge=1, le=200)
+    offset: int = Field(default=0, ge=0)
+
+
+class TrajectoryListOutput(_Out):
+    trajectories: list[TrajectorySummary]
+    total: int = Field(description="Matches before paging.")
+    next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
+
+
+class TrajectoryExportInput(_In):
+    format: ExportFormat = Field(
+        description="sft, dpo, kto, grpo (TRL); minimind_sft, minimind_dpo, minimind_agentic; atif; suite (Port Daddy)."
+    )
+    task_id: str | None = None
+    behaviour: str | None = None
+    agent_name: str | None = None
+    origin: str | None = None
+    created_after: str | None = None
+    created_before: str | None = None
+    min_reward: float | None = Field(
+        default=1.0, description="SFT/DPO-chosen: minimum trajectory reward; null exports unscored trajectories too (SFT)."
+    )
+    include_heldout: bool = Field(default=False, description="atif/suite only: include held-out task variants.")
+    include_running: bool = Field(default=False, description="atif/suite only: include running trajectories.")
+
+
+class TrajectoryExportOutput(_Out):
+    export_id: str
+    format: str
+    rows: int
+    data_path: str
+    manifest_path: str
+    counts: dict[str, int] = Field(description="Trajectories considered, skipped, truncated or dropped, by reason.")
+    source_trajectories: int
+    sha256: str
+    valid: bool = Field(description="Whether the dataset validator accepted the data file (kind from the format).")
+    validation_errors: list[str] = Field(default_factory=list, description="First validator errors (line, path, code).")

@@ -135,6 +135,11 @@ class TrajectorySummary(BaseModel):
     final_message: str | None = None
     parent_session_id: str | None = None
     """For a correction: the trajectory this one replaces (finished trajectories are immutable)."""
+    origin: str | None = None
+    """How the trajectory was recorded: ``sandbox`` (sandbox tools), ``mcp`` (``trajectory_start``),
+    ``hook:claude-code`` (the Claude Code hook command), ``import:<format>`` (an importer)."""
+    external_id: str | None = None
+    """The client's own id for the session (e.g. ``claude-code:<session_id>``, ``codex:<id>``)."""
 
 
 class Trajectory(TrajectorySummary):
@@ -147,3 +152,88 @@ class Trajectory(TrajectorySummary):
     steps: list[Step] = Field(default_factory=list)
     reward_components: dict[str, float] = Field(default_factory=dict)
     """Per-criterion values of the last score, by criterion id."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Where the trajectory came from: for imports the file, its sha256 and line range, and values the
+    file claimed but the store does not trust (``claimed_reward``...); for hooks the client's cwd."""
+
+
+class ImportProblem(BaseModel):
+    """One thing an importer could not use, with where it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    line: int | None = None
+    """1-based line of a JSONL file (or the line a JSON document starts on); ``None`` for the whole file."""
+    path: str | None = None
+    """JSON path inside the line or document, e.g. ``$.steps[4].observation``."""
+    severity: Literal["error", "warning"] = "error"
+    """``error``: data was not imported (a line, or a whole trajectory); ``warning``: imported with a caveat."""
+    message: str
+
+
+class ImportReport(BaseModel):
+    """What one import did. ``ok`` is false when any error-severity problem was reported."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    format: str
+    """``atif``, ``claude_code``, ``codex`` or ``openai_chat``."""
+    sha256: str = ""
+    lines: int = 0
+    trajectories: list[str] = Field(default_factory=list)
+    """Session ids created (or completed) by this import."""
+    already_imported: list[str] = Field(default_factory=list)
+    """Session ids that an earlier import of the same content had already stored (nothing re-written)."""
+    steps: int = 0
+    """Steps written by this import."""
+    steps_seen: int = 0
+    """Steps the file yielded, including ones already stored by an earlier import."""
+    missing_results: int = 0
+    """Tool calls with no result in the file, stored as failed steps (``extra.missing_result``)."""
+    skipped: dict[str, int] = Field(default_factory=dict)
+    """Lines deliberately not imported, by reason (e.g. ``summary``, ``sidechain``, ``event_msg``)."""
+    redactions: dict[str, int] = Field(default_factory=dict)
+    """Secrets replaced by ``[REDACTED:<type>]`` markers, by type."""
+    problems: list[ImportProblem] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+
+class ExportFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    rows: int
+    sha256: str
+    kind: str | None = None
+    """Dataset kind for the validator (``trl.language_modeling``, ``minimind.dpo``, ``atif``...)."""
+
+
+class ExportManifest(BaseModel):
+    """Written next to every export as ``manifest.json``: what went in, what was left out and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    export_id: str
+    format: str
+    created_at: str
+    filters: dict[str, Any]
+    """The selection exactly as applied (task, behaviour, agent, min_reward, times...)."""
+    training: bool
+    """True for training formats (held-out trajectories can never be included)."""
+    files: list[ExportFile]
+    rows: int
+    source_session_ids: list[str]
+    """Every trajectory that contributed at least one row, sorted."""
+    counts: dict[str, int]
+    """Trajectories considered and each reason one was skipped, dropped or truncated
+    (``skipped_heldout``, ``skipped_below_min_reward``, ``truncated_missing_result``...)."""
+    redactions: dict[str, int] = Field(default_factory=dict)
+    """Secrets replaced at export time (normally none: the store redacts on the way in)."""
+    sha256: str
+    """Hash over the data files' hashes in order: one value identifying the exported data."""
+    notes: list[str] = Field(default_factory=list)

@@ -22,8 +22,10 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from agent_rl_sandbox import __version__
+from agent_rl_sandbox.schemas import reward as evals_io
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.datasets import DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.services import Services
 
@@ -141,7 +143,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.TrajectoryGetInput,
         io.TrajectoryGetOutput,
         READ_ONLY,
-        "sandbox.trajectory_get",
+        "trajectories.get",
         "Get a trajectory's summary and a page of its steps (offset/limit); full_path holds all of it as JSON.",
     ),
     ToolSpec(
@@ -152,6 +154,57 @@ TOOLS: tuple[ToolSpec, ...] = (
         "sandbox.eval_score",
         "Score a finished trajectory against its task's reward spec: reward, pass, each criterion with its "
         "explanation and evidence, and whether success was only self-reported.",
+        slow=True,
+    ),
+    ToolSpec(
+        "eval_gate",
+        evals_io.EvalGateInput,
+        evals_io.EvalGateOutput,
+        READ_ONLY,
+        "evals.gate",
+        "Ask where your finished trajectories stand against a named eval gate (default: every one of them "
+        "passes, no safety violation, nothing unscorable). Filter by session_ids, task_id, behaviour or "
+        "agent_name. Returns the verdict, each threshold with the measured value, and what would change the "
+        "verdict. Read-only: no tool changes a gate or promotes past it; a human does that.",
+        slow=True,
+    ),
+    ToolSpec(
+        "trajectory_start", io.TrajectoryStartInput, io.TrajectoryStartOutput, ADDITIVE, "trajectories.start",
+        "Start a trajectory you log yourself (for work outside a sandbox; sandbox_reset already starts one and "
+        "records every sandbox action for you). Pass external_id to make retries safe. Steps you log are "
+        "stored as self-reported (provenance agent) and never earn reward on their own.",
+    ),
+    ToolSpec(
+        "trajectory_log_step", io.TrajectoryLogStepInput, io.TrajectoryLogStepOutput, ADDITIVE,
+        "trajectories.log_step",
+        "Append one step (step) or a batch (steps, up to 500, all or nothing) to a running trajectory. Give "
+        "each step a client_step_id: a retried call returns the stored step instead of a duplicate. Tool "
+        "calls need ids unique in the step, and each observation result names one of them. Secrets are "
+        "replaced by [REDACTED:<type>] before storing.",
+        slow=True,
+    ),
+    ToolSpec(
+        "trajectory_finish", io.TrajectoryFinishInput, io.TrajectoryFinishOutput, ADDITIVE, "trajectories.finish",
+        "Close a trajectory you started with trajectory_start (it becomes immutable; correct it with a new "
+        "trajectory whose parent_session_id names it). Sandbox trajectories close with sandbox_finish.",
+    ),
+    ToolSpec(
+        "trajectory_list", io.TrajectoryListInput, io.TrajectoryListOutput, READ_ONLY, "trajectories.list",
+        "List trajectories newest first, filtered by task_id, behaviour, agent_name, outcome (passed, failed, "
+        "unscored, running), split, origin and created_after/created_before; page with offset/next_offset.",
+    ),
+    ToolSpec(
+        "trajectory_export", io.TrajectoryExportInput, io.TrajectoryExportOutput, ADDITIVE, "trajectories.export",
+        "Write training data from finished trajectories: sft, dpo, kto, grpo (TRL), minimind_sft, minimind_dpo, "
+        "minimind_agentic, atif or suite, with a manifest (source ids, filters, counts, hash). Held-out task "
+        "variants never enter a training format. Returns the data and manifest paths and what was skipped.",
+        slow=True,
+    ),
+    ToolSpec(
+        "dataset_validate", DatasetValidateInput, DatasetValidateOutput, READ_ONLY, "datasets.validate",
+        "Validate post-training data before training on it: a JSONL/JSON file path or inline rows; kind detected "
+        "per row (TRL, MiniMind, OpenAI chat, ATIF, trajectory suite) or forced. Returns verdict, counts by error "
+        "code, the first errors with line and JSON path, a summary, and full_report_path when errors were cut.",
         slow=True,
     ),
 )

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.datasets import DatasetService
+from agent_rl_sandbox.tools.evals import EvalService
 from agent_rl_sandbox.tools.sandbox import SandboxService
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
 
 
 @dataclass
@@ -15,6 +18,12 @@ class Services:
     settings: Settings
     store: TrajectoryStore
     sandbox: SandboxService
+    evals: EvalService
+    """Scoring from the store and eval gates."""
+    trajectories: TrajectoryService
+    """Self-logged trajectories, listing, imports and training-data exports."""
+    datasets: DatasetService
+    """Post-training data validation."""
 
     @classmethod
     def build(cls, settings: Settings | None = None) -> Services:
@@ -22,7 +31,17 @@ class Services:
         settings = settings or Settings.from_env()
         settings.home.mkdir(parents=True, exist_ok=True)
         store = TrajectoryStore(settings.db_url)
-        return cls(settings=settings, store=store, sandbox=SandboxService(settings, store))
+        sandbox = SandboxService(settings, store)
+
+        def task_info(task_id: str) -> tuple[str | None, str | None] | None:
+            task = sandbox.tasks.get(task_id)
+            return (task.config.behaviour, task.config.split) if task is not None else None
+
+        return cls(
+            settings=settings, store=store, sandbox=sandbox, evals=EvalService(settings, store, sandbox),
+            trajectories=TrajectoryService(settings, store, task_info),
+            datasets=DatasetService(settings),
+        )
 
     def resolve(self, path: str):
         """The bound method named ``"<service>.<method>"``; raises ``AttributeError`` if missing."""
@@ -30,4 +49,6 @@ class Services:
         return getattr(getattr(self, service), method)
 
     def close(self) -> None:
+        """Kill live sandbox commands, then release the database connections."""
+        self.sandbox.close()
         self.store.close()

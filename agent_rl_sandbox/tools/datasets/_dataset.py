@@ -3,13 +3,12 @@
 Memory per file: the findings kept in the report (``max_errors`` each of errors and warnings), a
 length histogram of fixed size (about 2,600 bins), at most ``Drift.max_paths`` JSON paths, and the
 digest tables used for duplicate rows, conflicting preferences and leakage: about 20 to 35 bytes per
-distinct row each (an open-addressing table of 8-byte BLAKE2b digests and 4-byte line numbers). So
+distinct row each (an open-addressing table of 8-byte digests and 4-byte line numbers). So
 duplicate detection is the only part that grows with the file, and it grows by tens of bytes per row.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -21,9 +20,22 @@ from typing import IO, Any
 from ._report import Finding, LengthStats
 
 
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates (legal in a Python str, not in UTF-8) replaced by ``\\udXXX`` escapes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def digest64(data: bytes) -> int:
-    """64-bit BLAKE2b digest of ``data`` as a non-zero int (collision odds ~n²/2⁶⁵: 3e-6 at 10M rows)."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") or 1
+    """64-bit digest of ``data`` as a non-zero int: CPython's SipHash (``hash(bytes)``), keyed per process.
+
+    About 5 times faster than BLAKE2b on 4 KB rows, with the same collision odds for a 64-bit digest
+    (~n²/2⁶⁵: 3e-6 at 10M rows). Digests are only compared within one process (one run), never stored.
+    """
+    return (hash(data) & 0xFFFFFFFFFFFFFFFF) or 1
 
 
 class DigestTable:
@@ -164,7 +176,8 @@ class Drift:
         self.max_paths = max_paths
         self.max_depth = max_depth
         self.first: dict[str, dict[str, int]] = {}
-        self._child: dict[tuple[str, str | None], str] = {}
+        self._child: dict[str, dict[str | None, str]] = {}
+        self._n_child = 0
         self.capped = False
         self.too_deep = False
 
@@ -178,6 +191,68 @@ class Drift:
         t = _TYPE.get(type(value))
         if t is None:
             return
+        self._record(path, t, line, out)
+        if t != "object" and t != "array":
+            return
+        if depth >= self.max_depth:
+            if value:
+                self.too_deep = True
+            return
+        child = self._child.get(path)
+        if child is None:
+            child = self._child[path] = {}
+        first = self.first
+        if t == "object":
+            items: Any = value.items()
+        else:
+            sub = child.get(None)
+            if sub is None:
+                sub = self._sub(child, path, None)
+            items = [(None, item) for item in value]
+        for key, item in items:
+            if item is None:
+                continue
+            if key is not None:
+                sub = child.get(key)
+                if sub is None:
+                    sub = self._sub(child, path, key)
+            it = _TYPE.get(type(item))
+            if it is None:
+                continue
+            if it == "object" or it == "array":
+                self.walk(item, line, out, sub, depth + 1)
+                continue
+            seen = first.get(sub)
+            if seen is None:
+                if len(first) >= self.max_paths:
+                    self.capped = True
+                else:
+                    first[sub] = {it: line}
+            elif it not in seen:
+                seen[it] = line
+                out.append((sub, it, seen))
+
+    def walk_key(self, key: str, value: Any, line: int, out: list) -> None:
+        """Walk ``value`` found under the row's top-level ``key`` (see ``walk``)."""
+        root = self._child.get("$")
+        if root is None:
+            root = self._child["$"] = {}
+        sub = root.get(key)
+        if sub is None:
+            sub = self._sub(root, "$", key)
+        self.walk(value, line, out, sub, 1)
+
+    def _sub(self, child: dict, path: str, key: str | None) -> str:
+        if key is None:
+            sub = path + "[*]"
+        else:
+            sub = f"{path}.{key}" if _plain(key) else f"{path}[{json.dumps(key)}]"
+        if self._n_child < self.max_paths * 4:
+            child[key] = sub
+            self._n_child += 1
+        return sub
+
+    def _record(self, path: str, t: str, line: int, out: list) -> None:
         seen = self.first.get(path)
         if seen is None:
             if len(self.first) >= self.max_paths:
@@ -187,34 +262,6 @@ class Drift:
         elif t not in seen:
             seen[t] = line
             out.append((path, t, seen))
-        if t == "object":
-            if depth >= self.max_depth:
-                if value:
-                    self.too_deep = True
-                return
-            child = self._child
-            for key, item in value.items():
-                if item is None:
-                    continue
-                sub = child.get((path, key))
-                if sub is None:
-                    sub = f"{path}.{key}" if _plain(key) else f"{path}[{json.dumps(key)}]"
-                    if len(child) < self.max_paths * 4:
-                        child[(path, key)] = sub
-                self.walk(item, line, out, sub, depth + 1)
-        elif t == "array":
-            if depth >= self.max_depth:
-                if value:
-                    self.too_deep = True
-                return
-            sub = self._child.get((path, None))
-            if sub is None:
-                sub = path + "[*]"
-                if len(self._child) < self.max_paths * 4:
-                    self._child[(path, None)] = sub
-            for item in value:
-                if item is not None:
-                    self.walk(item, line, out, sub, depth + 1)
 
 
 def _plain(key: str) -> bool:
@@ -261,14 +308,17 @@ class Sink:
         _, sev, line, path, code, msg, kind = rec
         self._fh.write(
             json.dumps(
-                {"line": line, "json_path": path, "code": code, "message": msg, "kind": kind, "severity": sev},
-                ensure_ascii=False,
+                {"line": line, "json_path": path, "code": code, "message": msg, "kind": kind, "severity": sev}
             )
             + "\n"
         )
 
     def add(self, severity: str, line: int | None, path: str, code: str, message: str, kind: str | None) -> None:
         """Record one finding (``severity`` is ``"error"`` or ``"warning"``)."""
+        if not message.isascii():
+            message = safe_text(message)
+        if not path.isascii():
+            path = safe_text(path)
         self._seq += 1
         rec = (self._seq, severity, line, path, code, message, kind)
         if severity == "error":

@@ -130,7 +130,7 @@ KIND_INFO: dict[str, KindInfo] = {
             "trajectory_suite",
             ("tasks",),
             "Port Daddy trajectory suite: agent, rewardSpec, tasks[], trajectories[], unhooks[] (JSON)",
-            "DESIGN.md 'Task' and 'Eval report' (Port Daddy suite format)",
+            "the project's suite model agent_rl_sandbox.schemas.reward.PortDaddySuite (DESIGN.md 'Task')",
         ),
         KindInfo(
             "atif",
@@ -245,11 +245,15 @@ def has_required_keys(kind: str, row: dict) -> list[str]:
     ``text|messages`` style entries need one of the alternatives. Raises ``KeyError`` for an unknown kind.
     """
     missing = []
-    for key in KIND_INFO[kind].required:
-        alternatives = key.split("|")
+    for key, alternatives in _REQUIRED[kind]:
         if not any(a in row for a in alternatives):
             missing.append(key)
     return missing
+
+
+_REQUIRED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    name: tuple((key, tuple(key.split("|"))) for key in info.required) for name, info in KIND_INFO.items()
+}
 
 
 def is_messages_like(value: Any) -> bool:

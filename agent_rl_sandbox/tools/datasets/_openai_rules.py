@@ -22,18 +22,19 @@ from dataclasses import dataclass
 RULES_VERSION = "2026-11-29"
 """Version of this table: the date its rules were last checked against the sources."""
 RULES_CHECKED = RULES_VERSION
+_R = RULES_VERSION
 
 
 @dataclass(frozen=True)
 class OpenAIRule:
-    """One rule: a stable id, what it requires, the finding code it produces, since when, and where from."""
+    """One rule: a stable id, what it requires, the finding code it produces, when recorded, and its source."""
 
     id: str
     requirement: str
     code: str
     severity: str
-    since: str
-    """Date the rule was first recorded here (the source may be older)."""
+    recorded: str
+    """Date the rule was recorded (checked against its source) in this table."""
     source: str
 
 
@@ -69,34 +70,38 @@ MIN_EXAMPLES = 10
 
 RULES: tuple[OpenAIRule, ...] = (
     OpenAIRule("OA-ROW", "each line is a JSON object with a non-empty 'messages' list", "missing_key",
-               "error", "2023-08-22", "C data_type/missing_messages_list; A messages >= 1 item"),
+               "error", _R, "C data_type/missing_messages_list; A messages >= 1 item"),
     OpenAIRule("OA-ROLE", "role is one of system, user, assistant, tool, function", "unknown_role",
-               "error", "2023-08-22", "C unrecognized_role; A message variants"),
+               "error", _R, "C unrecognized_role; A message variants"),
     OpenAIRule("OA-KEYS", "messages carry only the keys of MESSAGE_KEYS", "unknown_key",
-               "error", "2023-08-22", "C message_unrecognized_key; A message variants"),
-    OpenAIRule("OA-CONTENT", "content is non-empty text unless the assistant turn calls tools",
-               "empty_content", "error", "2023-08-22", "C missing_content"),
+               "error", _R, "C message_unrecognized_key; A message variants"),
+    OpenAIRule("OA-CONTENT", "content is non-empty text unless the assistant turn calls tools (assistant: "
+               "empty_completion)", "empty_content", "error", _R, "C missing_content"),
     OpenAIRule("OA-ASSISTANT", "every example has at least one assistant message", "no_assistant_message",
-               "error", "2023-08-22", "C example_missing_assistant_message"),
+               "error", _R, "C example_missing_assistant_message"),
     OpenAIRule("OA-FINAL", "the final message is the assistant completion", "missing_final_assistant",
-               "warning", "2023-08-22", "G 'Example format' (the final entry is the completion)"),
-    OpenAIRule("OA-WEIGHT", "weight is 0 or 1 and only on assistant messages", "bad_weight",
-               "error", "2024-04-01", "G 'Multi-turn chat examples'"),
+               "warning", _R, "G 'Example format' (the final entry is the completion)"),
+    OpenAIRule("OA-WEIGHT", "weight is 0 or 1", "bad_value",
+               "error", _R, "G 'Multi-turn chat examples'; A assistant message 'weight'"),
+    OpenAIRule("OA-WEIGHT-ROLE", "weight appears only on assistant messages", "weight_not_assistant",
+               "error", _R, "G 'Multi-turn chat examples'"),
+    OpenAIRule("OA-WEIGHT-ZERO", "at least one assistant message is trained (weight 1 or absent)",
+               "no_trained_message", "warning", _R, "G 'Multi-turn chat examples'"),
     OpenAIRule("OA-ARGS", "tool_calls[].function.arguments is a string holding a JSON object",
-               "arguments_wrong_form", "error", "2023-11-06", "G function calling examples; A"),
+               "arguments_wrong_form", "error", _R, "G function calling examples; A"),
     OpenAIRule("OA-CALL-ID", "tool_calls[] have id and type 'function'; tool messages have tool_call_id",
-               "missing_key", "error", "2023-11-06", "A assistant/tool message"),
+               "missing_key", "error", _R, "A assistant/tool message"),
     OpenAIRule("OA-TOOLS", "tools[] are {'type': 'function', 'function': {'name', 'parameters'?}}, <= 128",
-               "bad_tool_declaration", "error", "2023-11-06", "A tools/functions"),
+               "missing_key", "error", _R, "A tools/functions"),
     OpenAIRule("OA-PARALLEL", "parallel_tool_calls is a boolean", "wrong_type",
-               "error", "2024-04-01", "A parallel_tool_calls"),
+               "error", _R, "A parallel_tool_calls"),
     OpenAIRule("OA-TOP", "an example carries only messages, tools, parallel_tool_calls, functions",
-               "unknown_field", "warning", "2024-04-01", "A FineTuneChatRequestInput"),
+               "unknown_field", "warning", _R, "A FineTuneChatRequestInput"),
     OpenAIRule("OA-MIN", "a training file has at least 10 examples", "too_few_examples",
-               "warning", "2023-08-22", "G 'Preparing your dataset'"),
+               "warning", _R, "G 'Preparing your dataset'"),
     OpenAIRule("OA-TOKENS", "examples longer than the model's context are truncated (model dependent, e.g. "
                "65,536 tokens for gpt-4o-mini); checked only through max_length", "overlong_row",
-               "warning", "2024-07-18", "G 'Token limits'"),
+               "warning", _R, "G 'Token limits'"),
 )
 """The table. ``docs/dataset-validation.md`` renders it; tests check each code is produced."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -76,6 +77,7 @@ def iter_jsonl(
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_bytes: Callable[[int], None] | None = None,
+    flags: dict[str, bool] | None = None,
 ) -> Iterator[tuple[int, bytes | None, str | None, ReadProblem | None]]:
     """Yield ``(line_number, raw_line, text, problem)`` for every non-blank line of a binary stream.
 
@@ -84,7 +86,7 @@ def iter_jsonl(
     - Blank lines yield ``(n, b"", None, None)`` so the caller can count them.
     - Problems: ``line_too_long`` (over ``max_line_bytes``; skipped in 1 MiB chunks, never held whole),
       ``invalid_utf8`` (with the byte offset), ``not_utf8`` (a UTF-16 BOM; reading stops there),
-      ``utf8_bom`` is not a problem: it is stripped and reported once by the caller via ``bom_seen``.
+      A UTF-8 BOM on line 1 is not a problem: it is stripped and ``flags["bom"]`` is set.
     ``on_bytes(n)`` is called with the bytes consumed by each line (for progress). Never raises on content;
     I/O errors (``OSError``) propagate.
     """
@@ -120,6 +122,8 @@ def iter_jsonl(
                 return
             if raw.startswith(_BOM):
                 raw = raw[3:]
+                if flags is not None:
+                    flags["bom"] = True
         has_newline = raw.endswith(b"\n")
         line = raw.rstrip(b"\r\n") if has_newline else raw
         if not line.strip():
@@ -129,7 +133,7 @@ def iter_jsonl(
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             yield lineno, None, None, ReadProblem(
-                lineno, "invalid_utf8", f"invalid UTF-8 at byte {exc.start} of the line ({exc.reason})"
+                lineno, "invalid_utf8", f"invalid UTF-8 at byte offset {exc.start} of the line ({exc.reason})"
             )
             continue
         yield lineno, line, text, (None if has_newline else _NO_NEWLINE)
@@ -226,25 +230,28 @@ def _skip_ws(text: str, pos: int) -> int:
 
 
 def sniff_document(head_lines: list[bytes]) -> bool:
-    """Decide from the first non-blank lines whether a file is one JSON document rather than JSONL.
+    """Decide from the first lines whether a file is one (pretty-printed) JSON document rather than JSONL.
 
-    True when the first non-blank line starts with ``{`` or ``[`` but is not a complete JSON value and the
-    second non-blank line does not parse either (pretty-printed JSON). A JSONL file whose first line is
-    broken keeps JSONL mode because its second line parses. Never raises.
+    True when the first non-blank line is a lone ``{`` or ``[``; or it opens an array it does not close; or
+    it does not parse and the next line is an indented ``"key":`` line. A JSONL file whose first lines are
+    broken keeps JSONL mode, so each bad line is reported. Never raises.
     """
-    lines = [ln.strip() for ln in head_lines if ln.strip()]
+    lines = [ln for ln in head_lines if ln.strip()]
     if not lines:
         return False
-    first = lines[0]
+    first = lines[0].strip()
     if first.startswith(_BOM):
         first = first[3:].strip()
-    if not first[:1] in (b"{", b"["):
+    if first in (b"{", b"["):
+        return True
+    if first[:1] not in (b"{", b"[") or _parses(first):
         return False
-    if _parses(first):
-        return False
-    if len(lines) >= 2 and _parses(lines[1]):
-        return False
-    return True
+    if first.startswith(b"["):
+        return True
+    return len(lines) >= 2 and _INDENTED_KEY.match(lines[1]) is not None
+
+
+_INDENTED_KEY = re.compile(rb'[ \t]+"(?:[^"\\]|\\.)*"\s*:')
 
 
 def _parses(raw: bytes) -> bool:

@@ -42,11 +42,17 @@ class LengthStats(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     unit: Literal["chars", "tokens"]
+    """What is counted: characters of text, or tokens of the given tokenizer."""
     count: int = 0
+    """Rows counted."""
     p50: int = 0
+    """Median length."""
     p90: int = 0
+    """90th percentile."""
     p99: int = 0
+    """99th percentile."""
     max: int = 0
+    """Longest row (exact)."""
 
 
 class Summary(BaseModel):
@@ -59,7 +65,9 @@ class Summary(BaseModel):
     parsed_rows: int = 0
     """Rows that parsed as JSON objects."""
     blank_lines: int = 0
+    """Blank (whitespace-only) lines skipped."""
     bytes_read: int = 0
+    """Bytes consumed (the file size once the whole file was read)."""
     roles: dict[str, int] = Field(default_factory=dict)
     """Messages per role over all conversational rows (ATIF: steps per ``source``)."""
     tool_calls: dict[str, int] = Field(default_factory=dict)
@@ -67,6 +75,7 @@ class Summary(BaseModel):
     rows_with_tools: int = 0
     """Rows declaring tools (a ``tools`` column, a MiniMind system ``tools`` string, ATIF tool_definitions)."""
     rows_with_tool_calls: int = 0
+    """Rows with at least one tool call."""
     length_chars: LengthStats = Field(default_factory=lambda: LengthStats(unit="chars"))
     """Characters of text per row: message contents, tool-call arguments and tool declarations."""
     length_tokens: LengthStats | None = None
@@ -81,6 +90,7 @@ class Summary(BaseModel):
     prompt_too_long_rows: int = 0
     """Rows whose prompt alone reaches ``max_length``: no completion token left to learn from."""
     duplicate_rows: int = 0
+    """Rows identical to an earlier row."""
     leaked_prompts: int = 0
     """Rows whose prompt also appears in the eval file."""
     styles: dict[str, int] = Field(default_factory=dict)
@@ -96,9 +106,10 @@ class ValidationReport(BaseModel):
     exits with: 0 valid, 1 errors found, 2 could not read.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # the computed exit_code is dumped; re-validating a dump must accept it
 
     ok: bool
+    """True when the file was read and no error was found (warnings allowed)."""
     path: str | None
     """The file validated (``None`` for inline rows)."""
     requested_kind: str | None = None
@@ -108,17 +119,23 @@ class ValidationReport(BaseModel):
     mixed_kinds: dict[str, int] = Field(default_factory=dict)
     """First line of each kind, filled only when the file holds more than one kind."""
     rows: int = 0
+    """Rows seen (non-blank lines or document rows), parsed or not."""
     error_count: int = 0
+    """All errors found, including those not listed in ``errors``."""
     warning_count: int = 0
+    """All warnings found, including those not listed in ``warnings``."""
     errors: list[Finding] = Field(default_factory=list)
     """The first ``max_errors`` errors, in file order."""
     warnings: list[Finding] = Field(default_factory=list)
     """The first ``max_errors`` warnings, in file order."""
     error_counts_by_code: dict[str, int] = Field(default_factory=dict)
+    """Every error counted by code, most frequent first."""
     warning_counts_by_code: dict[str, int] = Field(default_factory=dict)
+    """Every warning counted by code, most frequent first."""
     truncated: bool = False
     """True when errors or warnings were left out of the lists above."""
     summary: Summary = Field(default_factory=Summary)
+    """What the file holds (rows, roles, tools, lengths), whatever its errors."""
     full_report_path: str | None = None
     """JSONL file holding every finding (one ``Finding`` per line), written when the report is truncated
     or when the caller passed ``report_path``."""

@@ -297,8 +297,22 @@ def build_schema(kind: str) -> dict:
     if kind == "atif":
         return _wrap(kind, _atif_body(), _atif_defs())
     if kind == "trajectory_suite":
-        return _wrap(kind, _suite_body(), _suite_defs())
+        return _wrap(kind, suite_model_schema())
     raise KeyError(kind)
+
+
+def suite_model_schema() -> dict:
+    """JSON Schema of the project's Port Daddy suite model (``agent_rl_sandbox.schemas.reward.PortDaddySuite``).
+
+    The suite format has one truth, that pydantic model (the evals harness loads suites with it); the
+    ``trajectory_suite`` schema file is generated from it, like ``schemas/port_daddy_suite.schema.json``.
+    """
+    from agent_rl_sandbox.schemas.reward import PortDaddySuite
+
+    body = PortDaddySuite.model_json_schema(by_alias=True)
+    body.pop("title", None)
+    body.pop("description", None)
+    return body
 
 
 def _atif_body() -> dict:
@@ -362,56 +376,6 @@ def _atif_defs() -> dict:
             "properties": {
                 "source_call_id": _s("string", "null"),
                 "content": _s("string", "array", "null"),
-            },
-        },
-    }
-
-
-def _suite_body() -> dict:
-    return {
-        "type": "object",
-        "required": ["tasks"],
-        "properties": {
-            "agent": _s("string", "object"),
-            "rewardSpec": _s("object"),
-            "tasks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/task"}},
-            "trajectories": {"type": "array", "items": {"$ref": "#/$defs/trajectory"}},
-            "unhooks": _s("array"),
-        },
-    }
-
-
-def _suite_defs() -> dict:
-    return {
-        "task": {
-            "type": "object",
-            "required": ["id"],
-            "properties": {
-                "id": _s("string"),
-                "expectedActions": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["tool"],
-                        "properties": {"tool": _s("string"), "argsContains": _s("object")},
-                    },
-                },
-                "passReward": _s("number"),
-            },
-        },
-        "trajectory": {
-            "type": "object",
-            "required": ["taskId"],
-            "properties": {
-                "taskId": _s("string"),
-                "actions": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["tool"],
-                        "properties": {"tool": _s("string"), "args": _s("object")},
-                    },
-                },
             },
         },
     }

@@ -1,8 +1,73 @@
-"""Scoring and eval gates: reward the world, not the transcript.
+"""Scoring, eval reports and eval gates: reward the world, not the transcript.
 
-Public surface: :func:`score_trajectory` and :class:`FinalState`.
+Public surface:
+
+- :func:`score_trajectory`, :class:`FinalState`: score one trajectory against a reward spec.
+- :func:`score_path`, :func:`score_store`, :func:`score_atif`, :func:`score_suite_file`,
+  :func:`score_suite`: the harness (store, ATIF files, Port Daddy suites) -> ``EvalReport``;
+  :func:`report_json` writes it byte-identically.
+- :func:`load_gates`, :func:`evaluate_gate`, :data:`BUILTIN_GATES`: eval gates.
+- :func:`direction_check`, :func:`require_direction`: the reward direction test.
+- :func:`parse_tool_calls`, :func:`failed_step`, :func:`model_output_steps`: malformed tool calls.
+- :func:`detect_loops`: the same failing call repeated.
+- :class:`EvalService`: the ``eval_gate`` MCP tool; :func:`run_score`: the ``score`` CLI command.
 """
 
+from agent_rl_sandbox.tools.evals._atif import load_atif_file, trajectory_from_atif
+from agent_rl_sandbox.tools.evals._cli import run_score
+from agent_rl_sandbox.tools.evals._direction import DirectionCheck, DirectionError, direction_check, require_direction
+from agent_rl_sandbox.tools.evals._gates import BUILTIN_GATES, evaluate_gate, load_baseline, load_gates
+from agent_rl_sandbox.tools.evals._harness import (
+    load_unhooks,
+    score_atif,
+    score_path,
+    score_store,
+    score_suite_file,
+)
+from agent_rl_sandbox.tools.evals._inputs import EvalInputError, load_reward_spec
+from agent_rl_sandbox.tools.evals._loops import detect_loops
+from agent_rl_sandbox.tools.evals._port_daddy import score_suite
+from agent_rl_sandbox.tools.evals._report import build_report, report_json, zero_variance_share
 from agent_rl_sandbox.tools.evals._scoring import FinalState, score_trajectory
+from agent_rl_sandbox.tools.evals._service import EvalService
+from agent_rl_sandbox.tools.evals._toolcalls import (
+    ParsedToolCall,
+    ToolCallError,
+    failed_step,
+    model_output_steps,
+    parse_tool_calls,
+)
 
-__all__ = ["FinalState", "score_trajectory"]
+__all__ = [
+    "BUILTIN_GATES",
+    "DirectionCheck",
+    "DirectionError",
+    "EvalInputError",
+    "EvalService",
+    "FinalState",
+    "ParsedToolCall",
+    "ToolCallError",
+    "build_report",
+    "detect_loops",
+    "direction_check",
+    "evaluate_gate",
+    "failed_step",
+    "load_atif_file",
+    "load_baseline",
+    "load_gates",
+    "load_reward_spec",
+    "load_unhooks",
+    "model_output_steps",
+    "parse_tool_calls",
+    "report_json",
+    "require_direction",
+    "run_score",
+    "score_atif",
+    "score_path",
+    "score_store",
+    "score_suite",
+    "score_suite_file",
+    "score_trajectory",
+    "trajectory_from_atif",
+    "zero_variance_share",
+]

@@ -55,7 +55,7 @@ class WorkingCopy:
         (self.git_dir / "info" / "exclude").write_text(IGNORED)
         self.git("config", "core.autocrlf", "false")
         self.git("config", "core.fileMode", "true")
-        self.git("add", "-A")
+        self.git("add", "-A", "--force")  # every fixture file, even one its own .gitignore names
         self.git("commit", "-q", "--no-verify", "-m", f"fixture {fixture.name}")
         return self.git("rev-parse", "HEAD").decode().strip()
 
@@ -84,8 +84,16 @@ class WorkingCopy:
         except GitError:
             return None
 
-    def reset_to(self, base_commit: str) -> None:
+    def reset_to(self, base_commit: str) -> list[str]:
         """Return the working tree to ``base_commit``: restore changed files, delete new ones
-        (ignored caches included). Work is proportional to what changed."""
+        (ignored caches included). Work is proportional to what changed (plus one ``lstat`` per
+        tracked file, which git needs to notice changes). Returns the paths git restored (files
+        that differed from the base and exist again), so the caller can fix their ownership."""
+        base_tree = self.base_tree(base_commit)
+        changed = self.changed_between(base_tree, self.snapshot()) if self.work_tree.is_dir() else None
+        self.work_tree.mkdir(parents=True, exist_ok=True)
         self.git("reset", "-q", "--hard", base_commit)
         self.git("clean", "-q", "-f", "-d", "-x")
+        if changed is None:  # the working copy was removed (finished sandbox): all of it is new
+            changed = [p for p in self.git("ls-files", "-z").decode("utf-8", "surrogateescape").split("\0") if p]
+        return [p for p in changed if (self.work_tree / p).exists() or (self.work_tree / p).is_symlink()]

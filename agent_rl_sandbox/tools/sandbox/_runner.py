@@ -1,17 +1,30 @@
-"""Running one command inside a sandbox: isolation, resource limits, bounded output.
+"""Running one command inside a sandbox: isolation, resource limits, bounded output, cleanup.
 
 Isolation is bubblewrap when installed (read-only root, only the sandbox writable, tmpfs over
-``/tmp``, home folders and task folders so hidden verifiers and host secrets are invisible, no
-network, own PID/IPC/UTS namespaces, die with parent, cleared environment) and otherwise a plain
-subprocess with the same limits and a cleared environment; :func:`detect_isolation` says which.
+``/tmp``, home folders, the store and task folders so hidden verifiers and host secrets are
+invisible, no network, own PID/IPC/UTS namespaces, die with parent, cleared environment) and
+otherwise a plain subprocess with the same limits and a cleared environment; :func:`detect_isolation`
+says which.
 
-Limits (see :class:`~agent_rl_sandbox.schemas.task.Limits`): wall time (the whole process group
-is killed), RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, and output bytes kept per stream
-(the rest is read, counted and dropped; a stream past ``HARD_OUTPUT_CAP`` bytes kills the command).
+When the server runs as root, every command also runs as an unprivileged per-sandbox uid (see
+:func:`sandbox_uid`): the kernel ignores ``RLIMIT_NPROC`` for root, so only a real uid makes the
+process limit hold (a fork bomb stops at the limit), the sandbox's files are the only ones that uid
+can write, and every process of the sandbox can be found and killed by its uid. Under bubblewrap the
+switch happens inside the sandbox (``setpriv``), so bubblewrap itself still runs as root.
+
+Limits (see :class:`~agent_rl_sandbox.schemas.task.Limits`): wall time (the whole process group,
+and every process of the sandbox uid, is killed), RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC,
+RLIMIT_FSIZE, and output bytes kept per stream (the rest is read, counted and cut with a marker; a
+stream past ``Limits.output_kill_mb`` kills the command with ``limit_hit="output"``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
+import functools
+import hashlib
 import os
 import resource
 import selectors
@@ -19,53 +32,122 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent_rl_sandbox.schemas.task import Limits
 
-HARD_OUTPUT_CAP = 256 * 1024 * 1024
-"""Bytes one stream may produce before the command is killed with ``limit_hit="output"``."""
-
 CUT_MARKER = "\n[... {cut} more bytes cut (output limit {limit} bytes) ...]\n"
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
 class Isolation:
-    """Which isolation is in force. ``kind`` is ``bwrap`` or ``none``; ``detail`` is a sentence."""
+    """Which isolation is in force.
+
+    ``kind`` is ``bwrap`` or ``none``; ``detail`` is a sentence for humans and agents;
+    ``switch_user``: commands run as an unprivileged per-sandbox uid (the server is root and the
+    switch works), so the process limit is enforced.
+    """
 
     kind: str
     detail: str
     bwrap_path: str | None = None
+    setpriv_path: str | None = None
+    switch_user: bool = False
+
+
+def describe_isolation(kind: str, switch_user: bool, why_not: str = "") -> str:
+    """The sentence ``sandbox_state`` shows for an isolation ``kind`` and whether uids switch."""
+    user = (
+        "commands run as an unprivileged per-sandbox uid (process limit enforced)"
+        if switch_user
+        else f"commands run as the server's user{f' ({why_not})' if why_not else ''}"
+    )
+    if kind == "bwrap":
+        return (
+            "bubblewrap: read-only root, only the sandbox writable, no network, own PID namespace, "
+            f"host homes/store/tasks hidden, cleared environment with fake credentials only; {user}"
+        )
+    return (
+        "none (plain subprocess): cleared environment with fake credentials only and resource limits; "
+        f"NO filesystem or network isolation; {user}"
+    )
+
+
+def _probe(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
 
 
 def detect_isolation(mode: str = "auto") -> Isolation:
     """Pick the isolation for ``mode`` (``auto``, ``bwrap``, ``none``).
 
     ``auto`` uses bubblewrap when it is installed and works, else a plain subprocess. ``bwrap``
-    raises ``RuntimeError`` if bubblewrap is unusable.
+    raises ``RuntimeError`` if bubblewrap is unusable. As root, the per-sandbox uid switch is probed
+    too (``setpriv`` inside bubblewrap; ``setuid`` before exec without it).
     """
-    if mode == "none":
-        return Isolation("none", "plain subprocess: cleared environment and resource limits, no filesystem or network isolation")
-    path = shutil.which("bwrap")
-    if path is not None:
-        probe = subprocess.run(
-            [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc", "true"],
-            capture_output=True,
-            timeout=20,
-        )
-        if probe.returncode == 0:
-            return Isolation(
-                "bwrap",
-                "bubblewrap: read-only root, only the sandbox writable, no network, own PID namespace, cleared environment",
-                path,
-            )
-        if mode == "bwrap":
-            raise RuntimeError(f"bubblewrap is installed but does not work here: {probe.stderr.decode()[:300]}")
-    elif mode == "bwrap":
-        raise RuntimeError("bubblewrap (bwrap) is not installed; install the `bubblewrap` package")
-    return Isolation("none", "plain subprocess (bubblewrap not available): cleared environment and resource limits, no filesystem or network isolation")
+    root = os.geteuid() == 0
+    setpriv = shutil.which("setpriv")
+    if mode != "none":
+        path = shutil.which("bwrap")
+        if path is not None:
+            base = [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc"]
+            if _probe([*base, "true"]).returncode == 0:
+                switch, why = False, "not root: cannot switch to a sandbox uid; the process limit counts all of its processes"
+                if root and setpriv:
+                    uid = str(_uid_range()[0])
+                    drop = [setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", "true"]
+                    switch = _probe([*base, *drop]).returncode == 0
+                    why = "" if switch else "setpriv failed inside bubblewrap; process limit not enforced for root"
+                elif root:
+                    why = "setpriv (util-linux) not installed; process limit not enforced for root"
+                return Isolation("bwrap", describe_isolation("bwrap", switch, why), path, setpriv if switch else None, switch)
+            if mode == "bwrap":
+                raise RuntimeError(f"bubblewrap is installed but does not work here: {_probe([*base, 'true']).stderr.decode()[:300]}")
+        elif mode == "bwrap":
+            raise RuntimeError("bubblewrap (bwrap) is not installed; install the `bubblewrap` package")
+    why = "" if root else "not root: cannot switch to a sandbox uid; the process limit counts all of its processes"
+    return Isolation("none", describe_isolation("none", root, why), switch_user=root)
+
+
+@functools.cache
+def _uid_range() -> tuple[int, int]:
+    """``(first, count)`` of uids used for sandboxes: high in the largest mapped uid extent (all of
+    them outside a user namespace), above the uids any distribution hands out."""
+    extents = []
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/uid_map").read_text().splitlines():
+            inside, _outside, count = (int(x) for x in line.split())
+            extents.append((count, inside))
+    count, inside = max(extents, default=(1 << 32, 0))
+    end = min(inside + count, (1 << 32) - 1) - 1  # (uid_t)-1 is not a uid
+    if end - inside > 1 << 30:
+        return 0x50000000, 1 << 28
+    half = max((end - inside) // 2, 1)
+    return end - half, half
+
+
+def sandbox_uid(sandbox_id: str) -> int:
+    """The unprivileged uid (and gid) a sandbox's commands run as: a stable function of its id, in a
+    range no real user has, so concurrent sandboxes do not share a process count or files."""
+    first, count = _uid_range()
+    return first + int(hashlib.sha256(sandbox_id.encode()).hexdigest()[:12], 16) % count
+
+
+def path_reachable_by_others(path: Path) -> bool:
+    """Whether an unprivileged uid can reach ``path`` (every ancestor has the ``o+x`` bit)."""
+    p = Path(os.path.realpath(path))
+    for a in [p, *p.parents]:
+        try:
+            if not os.stat(a).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -82,6 +164,44 @@ class CommandResult:
     duration_s: float
     limit_hit: str | None
     """``wall_time``, ``cpu_time``, ``memory``, ``file_size``, ``output``, ``processes`` or ``None``."""
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) of the command and its reaped descendants."""
+    max_rss_kb: int = 0
+    """Largest resident set of any one of its processes, in KiB."""
+
+
+class LiveProcesses:
+    """Commands running now: ``pid -> uid`` (uid ``None`` when not switched). Thread-safe.
+
+    :meth:`kill_all` kills each command's process group and every process of its uid; the sandbox
+    service calls it from ``close()``, ``atexit`` and its signal handler, so a stopping server leaves
+    no stray processes.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[int, int | None] = {}
+
+    def add(self, pid: int, uid: int | None) -> None:
+        with self._lock:
+            self._live[pid] = uid
+
+    def discard(self, pid: int) -> None:
+        with self._lock:
+            self._live.pop(pid, None)
+
+    def snapshot(self) -> dict[int, int | None]:
+        with self._lock:
+            return dict(self._live)
+
+    def kill_all(self) -> int:
+        """SIGKILL every live command (group and uid); returns how many commands were live."""
+        live = self.snapshot()
+        for pid, uid in live.items():
+            kill_group(pid)
+            if uid is not None:
+                kill_uid(uid)
+        return len(live)
 
 
 def _base_env(home: Path, credentials: dict[str, str]) -> dict[str, str]:
@@ -89,10 +209,15 @@ def _base_env(home: Path, credentials: dict[str, str]) -> dict[str, str]:
     env = {
         "PATH": f"{py_bin}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
+        # The interpreter is the server's; its pytest plugins (e.g. anyio, hypothesis) are not the
+        # fixture's and cost ~1 s per run.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "TERM": "dumb",
         "TMPDIR": "/tmp",
     }
@@ -100,16 +225,18 @@ def _base_env(home: Path, credentials: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _preexec(limits: Limits):
-    def apply() -> None:  # runs in the child between fork and exec
-        os.setsid()
+def _preexec(limits: Limits, die_with_parent: bool):
+    mem = limits.memory_mb * 1024 * 1024
+    fsize = limits.file_size_mb * 1024 * 1024
+
+    def apply() -> None:  # runs in the child between fork and exec (after any uid switch)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-        mem = limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        fsize = limits.file_size_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if die_with_parent:  # set after the uid switch, which clears it
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
     return apply
 
@@ -127,23 +254,45 @@ def python_mounts() -> list[Mount]:
     return [("ro", p) for p in sorted(paths) if p.exists()]
 
 
-def build_argv(isolation: Isolation, command: str, *, cwd: Path, mounts: list[Mount], env: dict[str, str]) -> list[str]:
+def build_argv(
+    isolation: Isolation, command: str, *, cwd: Path, mounts: list[Mount], env: dict[str, str], uid: int | None = None
+) -> list[str]:
     """The argv that runs ``command`` with ``bash -c`` under ``isolation``.
 
-    Under bubblewrap: read-only root, fresh ``/dev``, ``/proc`` and ``/tmp``, then ``mounts`` in
-    order, then new net/PID/IPC/UTS namespaces, a new session, die-with-parent and a cleared
-    environment set to ``env``. Without bubblewrap the command runs as is (``mounts`` unused).
+    Under bubblewrap: read-only root, fresh ``/dev``, ``/proc`` and ``/tmp`` (mode 1777), then
+    ``mounts`` in order (folders bubblewrap creates inside a tmpfs get mode 0755 so the sandbox uid
+    can reach the binds), new net/PID/IPC/UTS namespaces, a new session, die-with-parent, a cleared
+    environment set to ``env``, and with ``uid`` a ``setpriv`` switch to that uid/gid with no
+    supplementary groups or capabilities. Without bubblewrap the command runs as is (the uid
+    switch then happens in :func:`run_command`).
     """
     inner = ["/bin/bash", "--noprofile", "--norc", "-c", command]
     if isolation.kind != "bwrap":
         return inner
-    argv = [isolation.bwrap_path or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    flag = {"tmpfs": "--tmpfs", "ro": "--ro-bind", "rw": "--bind"}
+    argv = [isolation.bwrap_path or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--perms", "1777", "--tmpfs", "/tmp"]
+    tmpfs_points: list[Path] = [Path("/tmp")]
+    made: set[Path] = set()
+
+    def make_parents(p: Path) -> None:
+        for a in reversed(p.parents):
+            if a in made or not any(a != t and a.is_relative_to(t) for t in tmpfs_points):
+                continue
+            argv.extend(["--perms", "0755", "--dir", str(a)])
+            made.add(a)
+
+    flag = {"ro": "--ro-bind", "rw": "--bind"}
     for op, path in mounts:
+        path = Path(path)
         if op == "tmpfs":
-            if path.exists():
-                argv += ["--tmpfs", str(path)]
+            if not path.exists():
+                continue
+            make_parents(path)
+            argv += ["--perms", "0755", "--tmpfs", str(path)]
+            tmpfs_points.append(path)
+            made.add(path)
         else:
+            make_parents(path)
             argv += [flag[op], str(path), str(path)]
     argv += [
         "--unshare-net",
@@ -158,20 +307,45 @@ def build_argv(isolation: Isolation, command: str, *, cwd: Path, mounts: list[Mo
     ]
     for k, v in env.items():
         argv += ["--setenv", k, v]
-    argv += ["--chdir", str(cwd), "--", *inner]
-    return argv
+    argv += ["--chdir", str(cwd), "--"]
+    if uid is not None:
+        setpriv = isolation.setpriv_path or "setpriv"
+        argv += [setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps=-all", "--"]
+    return argv + inner
 
 
-def _classify(exit_code: int, limits: Limits, cpu_used: float, stderr_tail: bytes) -> str | None:
-    if exit_code == -signal.SIGXCPU or (exit_code == -signal.SIGKILL and cpu_used >= limits.cpu_seconds):
+_MEMORY_MARKERS = (
+    b"memoryerror",
+    b"cannot allocate",
+    b"memory exhausted",
+    b"bad_alloc",
+    b"out of memory",
+    b"failed to allocate",
+    b"allocation failed",
+)
+"""Lower-cased phrases that allocators and runtimes print when RLIMIT_AS refuses memory."""
+
+
+def _classify(exit_code: int | None, limits: Limits, cpu_used: float, stderr_tail: bytes) -> str | None:
+    if exit_code is None or exit_code == 0:
+        return None
+    xcpu, xfsz = signal.SIGXCPU, signal.SIGXFSZ
+    if exit_code in (-xcpu, 128 + xcpu) or b"CPU time limit exceeded" in stderr_tail:
         return "cpu_time"
-    if exit_code == -signal.SIGXFSZ or b"File too large" in stderr_tail:
+    if exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL) and cpu_used >= limits.cpu_seconds:
+        return "cpu_time"
+    if exit_code in (-xfsz, 128 + xfsz) or b"File size limit exceeded" in stderr_tail or b"File too large" in stderr_tail:
         return "file_size"
-    if b"MemoryError" in stderr_tail or b"Cannot allocate memory" in stderr_tail or b"memory exhausted" in stderr_tail:
+    if any(m in stderr_tail.lower() for m in _MEMORY_MARKERS):
         return "memory"
     if b"Resource temporarily unavailable" in stderr_tail and b"fork" in stderr_tail:
         return "processes"
     return None
+
+
+def _enlarge_pipe(fd: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
 
 
 def run_command(
@@ -184,22 +358,30 @@ def run_command(
     extra_env: dict[str, str] | None = None,
     mounts: list[Mount] | None = None,
     wall_seconds: float | None = None,
+    uid: int | None = None,
+    live: LiveProcesses | None = None,
 ) -> CommandResult:
     """Run ``command`` (``bash -c``) in ``cwd`` under ``isolation`` and ``limits``.
 
-    ``mounts`` (bubblewrap only) default to binding ``cwd`` read-write. The parent's environment is never inherited: the command sees a fixed PATH, HOME=``cwd``, the
-    task's fake ``credentials`` and ``extra_env``. Returns a :class:`CommandResult`; never raises
-    for what the command does (a missing bash raises ``FileNotFoundError``).
+    ``mounts`` (bubblewrap only) default to binding ``cwd`` read-write. ``uid`` (root only): run as
+    that unprivileged uid and gid; afterwards every process left with that uid is killed, so
+    nothing a command starts outlives it. ``live`` tracks the command while it runs. The parent's
+    environment is never inherited: the command sees a fixed PATH, HOME=``cwd``, the task's fake
+    ``credentials`` and ``extra_env``. Returns a :class:`CommandResult`; never raises for what the
+    command does (a missing bash raises ``FileNotFoundError``).
     """
     limit_wall = wall_seconds if wall_seconds is not None else limits.wall_seconds
     env = _base_env(cwd, credentials or {})
     env.update(extra_env or {})
-    argv = build_argv(isolation, command, cwd=cwd, mounts=mounts if mounts is not None else [("rw", cwd)], env=env)
+    argv = build_argv(
+        isolation, command, cwd=cwd, mounts=mounts if mounts is not None else [("rw", cwd)], env=env, uid=uid
+    )
     keep = limits.output_bytes
+    kill_at = limits.output_kill_mb * 1024 * 1024
     bufs = {1: bytearray(), 2: bytearray()}
     totals = {1: 0, 2: 0}
+    switch_here = uid is not None and isolation.kind != "bwrap"
     t0 = time.monotonic()
-    usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
         argv,
         cwd=str(cwd),
@@ -207,15 +389,24 @@ def run_command(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_preexec(limits),
+        start_new_session=True,
+        user=uid if switch_here else None,
+        group=uid if switch_here else None,
+        extra_groups=[] if switch_here else None,
+        preexec_fn=_preexec(limits, die_with_parent=isolation.kind != "bwrap"),
         close_fds=True,
     )
+    if live is not None:
+        live.add(proc.pid, uid)
     limit_hit: str | None = None
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
-    sel.register(proc.stdout, selectors.EVENT_READ, 1)
-    sel.register(proc.stderr, selectors.EVENT_READ, 2)
+    for fd_no, stream in ((1, proc.stdout), (2, proc.stderr)):
+        _enlarge_pipe(stream.fileno())
+        sel.register(stream, selectors.EVENT_READ, fd_no)
     open_streams = 2
+    status: int | None = None
+    usage = None
     try:
         while open_streams:
             remaining = limit_wall - (time.monotonic() - t0)
@@ -223,7 +414,7 @@ def run_command(
                 limit_hit = "wall_time"
                 break
             for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                chunk = os.read(key.fileobj.fileno(), 65536)
+                chunk = os.read(key.fileobj.fileno(), 1 << 20)
                 if not chunk:
                     sel.unregister(key.fileobj)
                     open_streams -= 1
@@ -233,28 +424,37 @@ def run_command(
                 room = keep - len(bufs[fd])
                 if room > 0:
                     bufs[fd] += chunk[:room]
-                if totals[fd] > HARD_OUTPUT_CAP:
+                if totals[fd] > kill_at:
                     limit_hit = "output"
                     open_streams = 0
                     break
-        if limit_hit is None:
-            try:
-                proc.wait(timeout=max(0.1, limit_wall - (time.monotonic() - t0)))
-            except subprocess.TimeoutExpired:
+        while limit_hit is None:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 >= limit_wall:
                 limit_hit = "wall_time"
+                break
+            time.sleep(0.005)
     finally:
-        if proc.poll() is None or limit_hit is not None:
+        if status is None:
             kill_group(proc.pid)
-        proc.wait()
+            if uid is not None:
+                kill_uid(uid)
+            _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if uid is not None and pids_of_uid(uid):
+            kill_uid(uid)  # background processes the command left behind (non-bwrap isolation)
+        if live is not None:
+            live.discard(proc.pid)
         sel.close()
         proc.stdout.close()
         proc.stderr.close()
     duration = time.monotonic() - t0
-    usage1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_used = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    cpu_used = (usage.ru_utime + usage.ru_stime) if usage is not None else 0.0
     exit_code = proc.returncode
     if limit_hit is None:
-        limit_hit = _classify(exit_code, limits, cpu_used, bytes(bufs[2][-4096:]))
+        limit_hit = _classify(exit_code, limits, cpu_used, bytes(bufs[2][-4096:]) + bytes(bufs[1][-1024:]))
 
     def text(fd: int) -> str:
         s = bufs[fd].decode("utf-8", errors="replace")
@@ -269,6 +469,8 @@ def run_command(
         stderr_bytes=totals[2],
         duration_s=round(duration, 3),
         limit_hit=limit_hit,
+        cpu_s=round(cpu_used, 3),
+        max_rss_kb=usage.ru_maxrss if usage is not None else 0,
     )
 
 
@@ -278,3 +480,50 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Pids of live (not zombie) processes whose ``/proc`` entry belongs to ``uid``."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            stat_line = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        if stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3] != b"Z":
+            out.append(int(name))
+    return out
+
+
+def kill_uid(uid: int, *, attempts: int = 200) -> bool:
+    """SIGKILL every process of ``uid`` (never root), rescanning until none is left or
+    ``attempts`` run out; returns whether none is left.
+
+    Each process is pinned with a pidfd and its owner checked again before the signal, so a pid
+    reused by another process is never hit. A fork bomb cannot outrun the loop: every pass kills
+    all processes alive at its scan, and their children are found by the next pass.
+    """
+    if uid == 0:
+        return False
+    for _ in range(attempts):
+        pids = pids_of_uid(uid)
+        if not pids:
+            return True
+        for pid in pids:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if os.stat(f"/proc/{pid}").st_uid == uid:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+        time.sleep(0.002)
+    return not pids_of_uid(uid)

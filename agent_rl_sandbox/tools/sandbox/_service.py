@@ -10,18 +10,30 @@ On-disk layout of one sandbox under ``<home>/sandboxes/<sandbox_id>/``::
     git/       its git dir (outside the working copy, so the agent cannot rewrite history)
     verifier/  the task's tests/ copied in fresh when the episode finishes
     logs/      verifier/ (emptied before the verifier runs), agent/actions.json, command outputs
+
+When the server runs as root, ``repo/`` (and ``logs/verifier/`` while the verifier runs) belongs to
+the sandbox's own unprivileged uid, which every command runs as; everything else stays root's.
+Sandboxes are cleaned up on finish, after ``Settings.sandbox_idle_seconds`` without an action
+(:meth:`SandboxService.reap_idle`, called opportunistically), and every running command is killed
+by :meth:`SandboxService.close`, at interpreter exit and on SIGTERM/SIGHUP.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import re
 import shutil
+import signal
 import stat
+import sys
 import threading
 import time
 import uuid
+import weakref
+from collections.abc import Iterable
 from pathlib import Path
 
 from agent_rl_sandbox.schemas.tools import (
@@ -45,8 +57,6 @@ from agent_rl_sandbox.schemas.tools import (
     SandboxWriteFileInput,
     SandboxWriteFileOutput,
     TaskInfo,
-    TrajectoryGetInput,
-    TrajectoryGetOutput,
 )
 from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, ToolCall
 from agent_rl_sandbox.settings import Settings
@@ -55,15 +65,46 @@ from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
 from agent_rl_sandbox.tools.evals._actions import actions_of, covered, edited_paths
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
-from agent_rl_sandbox.tools.sandbox._runner import Isolation, Mount, detect_isolation, python_mounts, run_command
+from agent_rl_sandbox.tools.sandbox._runner import (
+    Isolation,
+    LiveProcesses,
+    Mount,
+    describe_isolation,
+    detect_isolation,
+    kill_uid,
+    path_reachable_by_others,
+    python_mounts,
+    run_command,
+    sandbox_uid,
+)
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore, new_id
 
 log = logging.getLogger(__name__)
 
 
+_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+
+
 def _copy_tree(src: Path, dst: Path) -> None:
-    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_CACHES)
+
+
+def _exit_on_signal(signum: int, _frame) -> None:
+    """SIGTERM/SIGHUP: exit through ``SystemExit`` so ``atexit`` handlers (which kill every
+    sandbox command still running) get to run."""
+    raise SystemExit(128 + signum)
+
+
+def _install_exit_signals() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                signal.signal(sig, _exit_on_signal)
+        except (ValueError, OSError):  # not the main interpreter, or unsupported
+            pass
 
 
 class SandboxService:
@@ -81,23 +122,114 @@ class SandboxService:
         self.store = store or TrajectoryStore(settings.db_url)
         self.tasks, self.task_problems = discover_tasks(settings.task_dirs)
         self._isolation: Isolation | None = None
+        self._isolation_lock = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self.live = LiveProcesses()
+        """Commands running now; :meth:`close` kills them all."""
+        self._last_reap = 0.0
+        self._harden_home()
+        ref = weakref.ref(self)
+
+        def _close_at_exit() -> None:
+            svc = ref()
+            if svc is not None:
+                svc.close()
+
+        self._atexit = _close_at_exit
+        atexit.register(_close_at_exit)
+        _install_exit_signals()
+
+    def _harden_home(self) -> None:
+        """Other uids may pass through the home and sandbox folders (to reach their own working
+        copy) but not list them; reports and the SQLite store are the server's alone."""
+        s = self.settings
+        for path, mode in ((s.home, 0o711), (s.sandboxes_dir, 0o711), (s.reports_dir, 0o700), (s.home / "store.db", 0o600)):
+            try:
+                if path.exists() and path.stat().st_uid == os.geteuid():
+                    path.chmod(mode)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Kill every command still running in any sandbox of this service (process group and
+        sandbox uid). Safe to call more than once; also runs at interpreter exit."""
+        n = self.live.kill_all()
+        if n:
+            log.warning("killed %d running sandbox command(s) on shutdown", n)
+        atexit.unregister(self._atexit)
 
     @property
     def isolation(self) -> Isolation:
-        if self._isolation is None:
-            self._isolation = detect_isolation(self.settings.isolation)
-        return self._isolation
+        """The isolation in force. Without bubblewrap, commands switch to a sandbox uid only when
+        that uid can reach the interpreter and the sandbox folder; otherwise the detail says so."""
+        with self._isolation_lock:
+            if self._isolation is None:
+                self._isolation = self._detect()
+            return self._isolation
+
+    def _detect(self) -> Isolation:
+        iso = detect_isolation(self.settings.isolation)
+        if iso.kind == "none" and iso.switch_user:
+            reachable = path_reachable_by_others(Path(sys.executable).resolve()) and path_reachable_by_others(
+                self.settings.sandboxes_dir
+            )
+            if not reachable:
+                why = (
+                    "the interpreter or the sandbox folder is not reachable by an unprivileged uid, so "
+                    "commands run as root and the process limit is not enforced"
+                )
+                iso = Isolation("none", describe_isolation("none", False, why), switch_user=False)
+        return iso
+
+    def sandbox_uid(self, sandbox_id: str) -> int | None:
+        """The uid a sandbox's commands run as, or ``None`` when they run as the server's user."""
+        return sandbox_uid(sandbox_id) if self.isolation.switch_user else None
+
+    def _give_tree(self, root: Path, uid: int | None) -> None:
+        """Make every entry of the working copy belong to ``uid`` and carry a plain mode (folders
+        0755, files 0644 or 0755), undoing any ``chmod`` an earlier episode left behind (git
+        tracks only the executable bit). One ``lstat`` per entry, like git's own scan."""
+        stack = [root]
+        while stack:
+            d = stack.pop()
+            self._fix(d, os.lstat(d), uid, is_dir=True)
+            with os.scandir(d) as it:
+                for e in it:
+                    st = e.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(Path(e.path))
+                    else:
+                        self._fix(Path(e.path), st, uid, is_dir=False)
+
+    @staticmethod
+    def _fix(path: Path, st: os.stat_result, uid: int | None, *, is_dir: bool) -> None:
+        if uid is not None and (st.st_uid != uid or st.st_gid != uid):
+            os.lchown(path, uid, uid)
+        if stat.S_ISLNK(st.st_mode):
+            return
+        want = 0o755 if is_dir or st.st_mode & 0o100 else 0o644
+        if stat.S_IMODE(st.st_mode) != want:
+            os.chmod(path, want)
+
+    def _touch(self, sandbox_id: str) -> None:
+        """Mark activity (the sandbox folder's mtime), read by :meth:`reap_idle`."""
+        try:
+            os.utime(self._dirs(sandbox_id)["root"])
+        except OSError:
+            pass
 
     def _lock(self, sandbox_id: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(sandbox_id, threading.Lock())
 
     def _mounts(self, rw: list[Path], ro: list[Path] = ()) -> list[Mount]:
-        """Mounts for one command: hide host homes (real credentials), bind the interpreter back,
-        hide task folders (hidden verifiers) and the store, then bind ``ro`` and ``rw`` folders."""
-        homes = [Path("/root"), Path("/home"), Path.home()]
+        """Mounts for one command: hide host homes (real credentials) and ``/run`` (sockets of
+        local services, which a network namespace does not cut), bind the interpreter back, hide
+        task folders (hidden verifiers) and the store, then bind ``ro`` and ``rw`` folders."""
+        homes = [Path("/root"), Path("/home"), Path.home(), Path("/run")]
+        if Path("/var/run").is_dir() and not Path("/var/run").is_symlink():
+            homes.append(Path("/var/run"))
         secret = [BUILTIN_TASKS_DIR, self.settings.home, *self.settings.task_dirs]
         mounts: list[Mount] = [("tmpfs", p.resolve()) for p in dict.fromkeys(homes)]
         mounts += python_mounts()
@@ -151,8 +283,9 @@ class SandboxService:
 
     def reset(self, inp: SandboxResetInput) -> SandboxResetOutput:
         """Create a sandbox for ``task_id`` (or return ``sandbox_id`` to its base commit) and start
-        a new trajectory for the episode."""
+        a new trajectory for the episode. Also cleans up idle sandboxes now and then."""
         task = self.task(inp.task_id)
+        self._maybe_reap()
         t0 = time.perf_counter()
         if inp.sandbox_id is not None:
             row = self.store.sandbox(inp.sandbox_id)
@@ -163,20 +296,25 @@ class SandboxService:
                 )
             sandbox_id = inp.sandbox_id
             dirs = self._dirs(sandbox_id)
+            uid = self.sandbox_uid(sandbox_id)
             with self._lock(sandbox_id):
+                if uid is not None:
+                    kill_uid(uid)
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
-                dirs["repo"].mkdir(parents=True, exist_ok=True)
                 wc.reset_to(row["base_commit"])
+                self._give_tree(dirs["repo"], uid)
                 base_commit = row["base_commit"]
                 if row["status"] == "open" and row["session_id"]:
                     self._abandon(row["session_id"])
         else:
             sandbox_id = new_id("sbx")
             dirs = self._dirs(sandbox_id)
+            uid = self.sandbox_uid(sandbox_id)
             dirs["root"].mkdir(parents=True)
             _copy_tree(task.repo_dir, dirs["repo"])
             wc = WorkingCopy(dirs["git"], dirs["repo"])
             base_commit = wc.init_from(task.repo_dir)
+            self._give_tree(dirs["repo"], uid)
         for d in ("verifier", "logs"):
             shutil.rmtree(dirs[d], ignore_errors=True)
             dirs[d].mkdir(parents=True)
@@ -208,6 +346,7 @@ class SandboxService:
                 }
             ],
         )
+        self._touch(sandbox_id)
         cap = self.settings.max_result_items
         return SandboxResetOutput(
             sandbox_id=sandbox_id,
@@ -229,6 +368,66 @@ class SandboxService:
         summary = self.store.summary(session_id)
         if summary.status == "running":
             self.store.finish(session_id, final_message=None, reward=0.0, passed=False, self_report_only=False)
+
+    def _maybe_reap(self) -> None:
+        """Run :meth:`reap_idle` at most every ``min(60 s, idle/4)``."""
+        now = time.monotonic()
+        if now - self._last_reap >= min(60.0, self.settings.sandbox_idle_seconds / 4):
+            self._last_reap = now
+            try:
+                self.reap_idle()
+            except Exception:  # never let housekeeping break a reset
+                log.exception("reaping idle sandboxes failed")
+
+    def reap_idle(self, now: float | None = None) -> list[str]:
+        """Clean up open sandboxes of this home with no action for ``Settings.sandbox_idle_seconds``
+        (measured from the sandbox folder's mtime, so it works across server restarts): kill their
+        processes, close the trajectory unpassed, remove the working copy and mark the sandbox
+        ``expired`` (``sandbox_reset`` with its id starts it again). A sandbox busy with an action
+        is skipped. Returns the ids cleaned up."""
+        now = time.time() if now is None else now
+        idle = self.settings.sandbox_idle_seconds
+        root_dir = self.settings.sandboxes_dir.resolve()
+        reaped = []
+        for row in self.store.list_sandboxes("open"):
+            sid = row["sandbox_id"]
+            dirs = self._dirs(sid)
+            if Path(row["path"]).resolve() != (root_dir / sid):
+                continue  # another home's sandbox sharing this store
+            try:
+                last = dirs["root"].stat().st_mtime
+            except FileNotFoundError:
+                last = 0.0
+            if now - last < idle:
+                continue
+            lock = self._lock(sid)
+            if not lock.acquire(blocking=False):
+                continue
+            try:
+                row = self.store.sandbox(sid)
+                if row["status"] != "open":
+                    continue
+                uid = self.sandbox_uid(sid)
+                if uid is not None:
+                    kill_uid(uid)
+                if row["session_id"]:
+                    session = self.store.summary(row["session_id"])
+                    if session.status == "running":
+                        self.store.append_steps(
+                            row["session_id"],
+                            [{"source": "system", "message": f"sandbox expired after {idle:g} s without an action",
+                              "extra": {"event": "expired"}}],
+                        )
+                    self._abandon(row["session_id"])
+                self.store.update_sandbox(sid, status="expired")
+                shutil.rmtree(dirs["repo"], ignore_errors=True)
+                shutil.rmtree(dirs["verifier"], ignore_errors=True)
+                reaped.append(sid)
+            finally:
+                lock.release()
+        if reaped:
+            log.info("cleaned up %d idle sandbox(es): %s", len(reaped), reaped)
+        return reaped
 
     # -- recording -----------------------------------------------------------------------------
     def _record(
@@ -270,13 +469,24 @@ class SandboxService:
         except PathRefused as e:
             raise self._refuse(row, tool, args, ActionError(str(e), "use a path relative to the repo root that stays inside it")) from None
 
+    def _check_tool(self, row: dict, task: Task, tool: str, args: dict) -> None:
+        if tool in task.config.tools.forbidden:
+            raise self._refuse(
+                row, tool, args,
+                ActionError(f"tool {tool} is forbidden in task {task.id}", "solve the task without it, or explain why you cannot"),
+            )
+
+    def _protected(self, task: Task, paths: Iterable[str]) -> list[str]:
+        return [p for p in paths if task.config.protected_paths and covered(p, task.config.protected_paths)]
+
     # -- actions -------------------------------------------------------------------------------
     def exec(self, inp: SandboxExecInput) -> SandboxExecOutput:
-        """Run a shell command in the sandbox under its isolation and limits; records a step."""
-        import re
+        """Run a shell command in the sandbox under its isolation and limits; records a step.
 
+        A command matching one of the task's forbidden patterns is refused (and recorded)."""
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
         args = {"command": inp.command} | ({"timeout_seconds": inp.timeout_seconds} if inp.timeout_seconds else {})
+        self._check_tool(row, task, "sandbox_exec", args)
         if not inp.command.strip():
             raise self._refuse(row, "sandbox_exec", args, ActionError("empty command", "pass a shell command to run"))
         for pat in task.config.tools.forbidden_command_patterns:
@@ -292,6 +502,7 @@ class SandboxService:
                 )
         limits = task.config.limits
         wall = min(inp.timeout_seconds or limits.wall_seconds, limits.wall_seconds, self.settings.max_exec_seconds)
+        uid = self.sandbox_uid(inp.sandbox_id)
         with self._lock(inp.sandbox_id):
             before = wc.snapshot()
             res = run_command(
@@ -302,21 +513,33 @@ class SandboxService:
                 credentials=task.config.credentials,
                 mounts=self._mounts([dirs["repo"]]),
                 wall_seconds=wall,
+                uid=uid,
+                live=self.live,
             )
             after = wc.snapshot()
             changed = wc.changed_between(before, after)
+            self._touch(inp.sandbox_id)
+        protected = self._protected(task, changed)
         cap = self.settings.max_output_bytes
         output_path = None
         if len(res.stdout) > cap or len(res.stderr) > cap or res.stdout_bytes > len(res.stdout.encode()):
             output_path = dirs["logs"] / f"exec-{uuid.uuid4().hex[:8]}.log"
             output_path.write_text(f"$ {inp.command}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}\n")
-        stdout = res.stdout[:cap] + (f"\n[... cut; see {output_path}]" if len(res.stdout) > cap else "")
-        stderr = res.stderr[:cap] + (f"\n[... cut; see {output_path}]" if len(res.stderr) > cap else "")
+
+        def bounded(text: str, total: int) -> str:
+            if len(text) <= cap:
+                return text
+            return text[:cap] + f"\n[... {total - cap} more bytes cut ({total} in all); kept output: {output_path}]\n"
+
+        stdout = bounded(res.stdout, res.stdout_bytes)
+        stderr = bounded(res.stderr, res.stderr_bytes)
         if res.limit_hit:
             outcome = "limit"
         else:
             outcome = "ok" if res.exit_code == 0 else "error"
         summary = f"exit {res.exit_code}" + (f" (killed: {res.limit_hit} limit)" if res.limit_hit else "")
+        if protected:
+            summary += f" (warning: changed protected paths {protected})"
         obs = f"{summary}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}"
         step_id = self._record(
             row["session_id"],
@@ -329,11 +552,14 @@ class SandboxService:
             extra={
                 "command": inp.command,
                 "duration_s": res.duration_s,
+                "cpu_s": res.cpu_s,
                 "limit_hit": res.limit_hit,
                 "stdout_bytes": res.stdout_bytes,
                 "stderr_bytes": res.stderr_bytes,
                 "files_changed": changed,
+                "protected_paths_touched": protected,
                 "isolation": self.isolation.kind,
+                "run_as_uid": uid,
             },
         )
         return SandboxExecOutput(
@@ -350,23 +576,33 @@ class SandboxService:
         )
 
     def read_file(self, inp: SandboxReadFileInput) -> SandboxReadFileOutput:
-        """Read part of a file inside the sandbox (records a step)."""
-        row, _task, _wc, dirs = self._open_sandbox(inp.sandbox_id)
+        """Read part of a file inside the sandbox (records a step). Symlinks leading outside,
+        devices, FIFOs and sockets are refused (and recorded)."""
+        row, task, _wc, dirs = self._open_sandbox(inp.sandbox_id)
         args = {"path": inp.path, "offset": inp.offset, "max_bytes": inp.max_bytes}
-        target = self._resolve(row, "sandbox_read_file", args, dirs["repo"], inp.path, for_write=False)
-        if not target.exists():
-            raise self._refuse(row, "sandbox_read_file", args, ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"))
-        st = target.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise self._refuse(row, "sandbox_read_file", args, ActionError(f"{inp.path}: not a regular file", "read a regular file; use sandbox_exec `ls` for folders"))
-        with open(target, "rb") as f:
-            f.seek(inp.offset)
-            data = f.read(inp.max_bytes)
+        tool = "sandbox_read_file"
+        self._check_tool(row, task, tool, args)
+        with self._lock(inp.sandbox_id):
+            target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=False)
+            if not os.path.lexists(target):
+                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"))
+            try:
+                fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError as e:
+                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: cannot open: {e.strerror}", "read a regular file inside the repo")) from None
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
+                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is {kind}, not a regular file; refused", "read a regular file; use sandbox_exec `ls` for folders"))
+                f.seek(inp.offset)
+                data = f.read(inp.max_bytes)
+            self._touch(inp.sandbox_id)
         end = inp.offset + len(data)
         truncated = end < st.st_size
         text = data.decode("utf-8", errors="replace")
         step_id = self._record(
-            row["session_id"], "sandbox_read_file", args, text, extra={"paths": [inp.path], "size_bytes": st.st_size}
+            row["session_id"], tool, args, text, extra={"paths": [inp.path], "size_bytes": st.st_size}
         )
         return SandboxReadFileOutput(
             step_id=step_id,
@@ -378,36 +614,63 @@ class SandboxService:
         )
 
     def write_file(self, inp: SandboxWriteFileInput) -> SandboxWriteFileOutput:
-        """Write a whole file inside the sandbox (records a step; warns when the path is unclaimed)."""
-        row, _task, wc, dirs = self._open_sandbox(inp.sandbox_id)
+        """Write a whole file inside the sandbox (records a step; warns when the path is unclaimed
+        or protected). Paths escaping the sandbox, symlinks, hard-linked files, devices, FIFOs and
+        sockets are refused (and recorded)."""
+        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
         args = {"path": inp.path, "content": inp.content}
+        tool = "sandbox_write_file"
+        self._check_tool(row, task, tool, args)
+        uid = self.sandbox_uid(inp.sandbox_id)
         with self._lock(inp.sandbox_id):
-            target = self._resolve(row, "sandbox_write_file", args, dirs["repo"], inp.path, for_write=True)
-            if target.is_dir():
-                raise self._refuse(row, "sandbox_write_file", args, ActionError(f"{inp.path}: is a folder", "write to a file path"))
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=True)
+            repo = dirs["repo"].resolve()
+            if os.path.lexists(target):
+                st = os.lstat(target)
+                if stat.S_ISDIR(st.st_mode):
+                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is a folder", "write to a file path"))
+                if not stat.S_ISREG(st.st_mode):
+                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is a device, FIFO, socket or link; refused", "write to a regular file"))
+                if st.st_nlink > 1:
+                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: has other hard links (possibly outside the sandbox); refused", "remove the link with sandbox_exec `rm` and write a new file"))
+            missing = [a for a in reversed(target.parents) if a.is_relative_to(repo) and not os.path.lexists(a)]
+            for d in missing:
+                os.mkdir(d, 0o755)
+                if uid is not None:
+                    os.lchown(d, uid, uid)
             data = inp.content.encode("utf-8")
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+            except OSError as e:
+                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: cannot write: {e.strerror}", "write a regular file inside the repo")) from None
             with os.fdopen(fd, "wb") as f:
+                if uid is not None:
+                    os.fchown(f.fileno(), uid, uid)
                 f.write(data)
             after = wc.snapshot()
-        rel = str(target.relative_to(dirs["repo"].resolve()))
+            self._touch(inp.sandbox_id)
+        rel = str(target.relative_to(repo))
         claimed = covered(rel, row["claims"])
-        warning = None if claimed else f"{rel} was not claimed before this edit; claim files before editing them"
+        warnings = [] if claimed else [f"{rel} was not claimed before this edit; claim files before editing them"]
+        protected = self._protected(task, [rel])
+        if protected:
+            warnings.append(f"{rel} is a protected path (e.g. a test); the edit is recorded for the scorer")
+        warning = "; ".join(warnings) or None
         step_id = self._record(
             row["session_id"],
-            "sandbox_write_file",
+            tool,
             args,
             f"wrote {len(data)} bytes to {rel}" + (f" (warning: {warning})" if warning else ""),
             state_ref=after,
-            extra={"paths": [rel], "files_changed": [rel], "claimed": claimed},
+            extra={"paths": [rel], "files_changed": [rel], "claimed": claimed, "protected_paths_touched": protected},
         )
         return SandboxWriteFileOutput(step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning)
 
     def claim(self, inp: SandboxClaimInput) -> SandboxClaimOutput:
         """Claim files or folders before editing them (records a step)."""
-        row, _task, _wc, dirs = self._open_sandbox(inp.sandbox_id)
+        row, task, _wc, dirs = self._open_sandbox(inp.sandbox_id)
         args = {"paths": inp.paths, "reason": inp.reason}
+        self._check_tool(row, task, "sandbox_claim", args)
         rels = []
         for p in inp.paths:
             target = self._resolve(row, "sandbox_claim", args, dirs["repo"], p, for_write=True)
@@ -415,6 +678,7 @@ class SandboxService:
         with self._lock(inp.sandbox_id):
             claims = list(dict.fromkeys(self.store.sandbox(inp.sandbox_id)["claims"] + rels))
             self.store.update_sandbox(inp.sandbox_id, claims=claims)
+            self._touch(inp.sandbox_id)
         step_id = self._record(
             row["session_id"], "sandbox_claim", {"paths": rels, "reason": inp.reason}, f"claimed {rels}", extra={"paths": rels}
         )
@@ -442,6 +706,7 @@ class SandboxService:
                 row["session_id"], "sandbox_state", {}, f"{len(changed)} file(s) changed: {changed[:cap]}", state_ref=tree
             )
             step_count += 1
+        same = row["isolation"] == self.isolation.kind
         return SandboxStateOutput(
             sandbox_id=inp.sandbox_id,
             session_id=row["session_id"],
@@ -452,8 +717,11 @@ class SandboxService:
             claims=row["claims"][:cap],
             commands_run=commands[-cap:],
             step_count=step_count,
-            isolation=self.isolation.detail if row["isolation"] == self.isolation.kind else row["isolation"],
+            isolation=self.isolation.detail if same else row["isolation"],
             limits=task.config.limits,
+            isolation_kind=row["isolation"],
+            run_as_uid=self.sandbox_uid(inp.sandbox_id) if same else None,
+            protected_paths_touched=self._protected(task, changed)[:cap],
         )
 
     # -- finish and scoring --------------------------------------------------------------------
@@ -486,8 +754,18 @@ class SandboxService:
             actions_doc = {
                 "claims": [{"step_id": a.step_id, "paths": list(a.paths)} for a in trusted if a.kind == "claim" and a.outcome == "ok"],
                 "edits": [{"step_id": a.step_id, "paths": list(edited_paths(a))} for a in trusted if edited_paths(a)],
+                "commands": [
+                    {"step_id": a.step_id, "command": a.command, "exit_code": a.exit_code, "outcome": a.outcome}
+                    for a in trusted
+                    if a.kind == "command" and a.command is not None
+                ],
                 "changed_paths": changed,
+                "protected_paths_touched": self._protected(task, changed),
+                "final_message": inp.message,
             }
+            uid = self.sandbox_uid(inp.sandbox_id)
+            if uid is not None:
+                kill_uid(uid)
             # The verifier is copied in fresh and its output folder emptied first, so nothing the
             # agent wrote can become the reward.
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
@@ -495,10 +773,14 @@ class SandboxService:
             vlogs = dirs["logs"] / "verifier"
             shutil.rmtree(vlogs, ignore_errors=True)
             vlogs.mkdir(parents=True)
+            if uid is not None:
+                os.chown(vlogs, uid, uid)
             agent_logs = dirs["logs"] / "agent"
-            agent_logs.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(agent_logs, ignore_errors=True)
+            agent_logs.mkdir(parents=True)
             actions_file = agent_logs / "actions.json"
             actions_file.write_text(json.dumps(actions_doc, indent=2, sort_keys=True))
+            verifier_pycache = f"/tmp/ars-verifier-pycache-{uuid.uuid4().hex}"  # never existed before
             res = run_command(
                 f"bash {dirs['verifier'] / 'test.sh'}",
                 cwd=dirs["repo"],
@@ -510,14 +792,22 @@ class SandboxService:
                     "VERIFIER_DIR": str(dirs["verifier"]),
                     "VERIFIER_LOGS": str(vlogs),
                     "ACTIONS_FILE": str(actions_file),
+                    # Nothing the agent left in the repo may stand in for the verifier's tools: the
+                    # cwd is not put on sys.path (a planted `pytest.py` cannot shadow pytest; verifiers
+                    # add the repo with `-o pythonpath`), and bytecode is read from a fresh cache, never
+                    # from a `__pycache__` the agent crafted (git ignores those, so no diff shows them).
+                    "PYTHONSAFEPATH": "1",
+                    "PYTHONPYCACHEPREFIX": verifier_pycache,
                 },
                 mounts=self._mounts([dirs["repo"], vlogs], [dirs["verifier"], agent_logs]),
                 wall_seconds=task.config.verifier_timeout_seconds,
+                uid=uid,
+                live=self.live,
             )
             verifier_out = (res.stdout + res.stderr)[-self.settings.max_output_bytes :]
-            verifier_exit = res.exit_code if res.limit_hit is None else None
+            verifier_exit = None if res.limit_hit in ("wall_time", "output") else res.exit_code
             if res.limit_hit:
-                verifier_out += f"\n[verifier killed: {res.limit_hit} limit]"
+                verifier_out += f"\n[verifier hit its {res.limit_hit} limit]"
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"
@@ -529,7 +819,8 @@ class SandboxService:
                 passed=report.passed,
                 self_report_only=report.self_report_only,
                 reward_components={c.id: c.value for c in report.criteria},
-                score=report.model_dump(mode="json") | {"verifier_exit_code": verifier_exit, "final_tree": final_tree},
+                score=report.model_dump(mode="json")
+                | {"verifier_exit_code": verifier_exit, "final_tree": final_tree, "isolation": self.isolation.kind},
             )
             self.store.update_sandbox(inp.sandbox_id, status="finished")
             shutil.rmtree(dirs["repo"], ignore_errors=True)
@@ -544,6 +835,7 @@ class SandboxService:
             verifier_exit_code=verifier_exit,
             verifier_output=verifier_out,
             report_path=str(report_path),
+            isolation=self.isolation.detail,
         )
 
     def eval_score(self, inp: EvalScoreInput) -> EvalScoreOutput:
@@ -569,19 +861,3 @@ class SandboxService:
         path = self.settings.reports_dir / f"{inp.session_id}.score.json"
         path.write_text(report.model_dump_json(indent=2))
         return EvalScoreOutput(report=report, report_path=str(path))
-
-    def trajectory_get(self, inp: TrajectoryGetInput) -> TrajectoryGetOutput:
-        """A page of a trajectory's steps plus the path of a file holding all of it."""
-        traj = self.store.get(inp.session_id)
-        path = self.settings.reports_dir / f"{inp.session_id}.trajectory.json"
-        path.write_text(traj.model_dump_json(indent=2, exclude_none=True))
-        page = traj.steps[inp.offset : inp.offset + inp.limit]
-        end = inp.offset + len(page)
-        summary = self.store.summary(inp.session_id)
-        return TrajectoryGetOutput(
-            trajectory=summary,
-            steps=page,
-            total_steps=len(traj.steps),
-            next_offset=end if end < len(traj.steps) else None,
-            full_path=str(path),
-        )

@@ -1,5 +1,59 @@
-"""Trajectory store: trajectories, append-only steps and sandbox rows (SQLite or PostgreSQL)."""
+"""Trajectory store, logging service, importers and training-data exports.
 
-from agent_rl_sandbox.tools.trajectories._store import StoreError, TrajectoryStore, new_id, utcnow
+Public surface::
 
-__all__ = ["StoreError", "TrajectoryStore", "new_id", "utcnow"]
+    TrajectoryStore(url)            SQLite (WAL) or PostgreSQL store: start, log_steps, finish, get, list...
+    StoreError, AppendResult, new_id, utcnow
+    Redactor                        detect-secrets based redaction ([REDACTED:<type>] markers)
+    TrajectoryService               the trajectory_* MCP tools, import and export
+    import_file, IMPORT_FORMATS     ATIF, Claude Code transcripts, Codex rollouts, OpenAI chat logs
+    export_trajectories, ExportOptions, FORMATS   SFT/DPO/KTO/GRPO, MiniMind, ATIF, Port Daddy suites
+    conversation                    a trajectory as chat messages (the rules every training export uses)
+
+The store is imported eagerly (the hook command needs only it, and must start fast); the rest loads on
+first use.
+"""
+
+from agent_rl_sandbox.tools.trajectories._store import (
+    AppendResult,
+    StoreError,
+    TrajectoryStore,
+    new_id,
+    utcnow,
+)
+
+_LAZY = {
+    "Redactor": "agent_rl_sandbox.tools.trajectories._redact",
+    "TrajectoryService": "agent_rl_sandbox.tools.trajectories._service",
+    "import_file": "agent_rl_sandbox.tools.trajectories._import",
+    "IMPORT_FORMATS": "agent_rl_sandbox.tools.trajectories._import",
+    "export_trajectories": "agent_rl_sandbox.tools.trajectories._export",
+    "ExportOptions": "agent_rl_sandbox.tools.trajectories._export",
+    "FORMATS": "agent_rl_sandbox.tools.trajectories._export",
+    "conversation": "agent_rl_sandbox.tools.trajectories._convert",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "AppendResult",
+    "ExportOptions",
+    "FORMATS",
+    "IMPORT_FORMATS",
+    "Redactor",
+    "StoreError",
+    "TrajectoryService",
+    "TrajectoryStore",
+    "conversation",
+    "export_trajectories",
+    "import_file",
+    "new_id",
+    "utcnow",
+]

@@ -1,7 +1,6 @@
 """Hidden tests for apply_discount (copied into the sandbox only after the agent finishes)."""
 
 import pytest
-
 from shopcart.cart import Cart
 from shopcart.pricing import apply_discount
 

@@ -1,0 +1,401 @@
+"""``agent-rl-sandbox hook claude-code``: record Claude Code hook events as ``hook`` steps.
+
+Claude Code runs the command once per event with the event JSON on stdin (``hook_event_name``,
+``session_id``, ``cwd``, ``transcript_path`` and the event's own fields; see the hooks reference). Each
+process opens the store, records the event and exits. What it does per event:
+
+``SessionStart``
+    Finds or creates the trajectory for the Claude session (``external_id = claude-code:<session_id>``;
+    a resumed session whose trajectory was finished gets a new one whose ``parent_session_id`` is the old
+    one) and records a ``session_start`` system step.
+``UserPromptSubmit``
+    Closes the previous turn (see ``Stop``) and records the prompt as a user step.
+``PreToolUse``
+    Remembers the call (tool name, input, time) as a pending event keyed by ``tool_use_id``; no step yet.
+``PostToolUse``
+    Pairs with the pending call and records one step: the call and its result, read from
+    ``tool_response`` (the field Claude Code uses; an event without it is *reported*, stored with outcome
+    ``unknown`` and ``extra.hook_problem``, never as an empty observation).
+``PostToolUseFailure``
+    The same, with outcome ``error`` and the ``error`` text as the observation (Claude Code sends failures
+    here, not to ``PostToolUse``).
+``Stop``
+    Marks the end of a turn, held pending: a Stop re-fired because another hook blocked the first one
+    (``stop_hook_active: true``) updates the same pending end of turn, so a turn has one ``end_of_turn``
+    step (``extra.stop_events`` counts the firings). It is written when the next prompt, session start
+    or session end arrives, after any call that never got a result (recorded with outcome ``unknown``
+    and ``extra.missing_result``).
+``SessionEnd``
+    Closes the turn, records a ``session_end`` system step and finishes the trajectory.
+``PreCompact``, ``SubagentStop``
+    Recorded as system steps (bookkeeping; exports leave them out).
+``Notification`` and unknown events
+    Ignored.
+
+The command never blocks Claude Code: it prints nothing on stdout, always exits 0 (with or without
+``stop_hook_active``), gives up after ``AGENT_RL_SANDBOX_HOOK_TIMEOUT`` seconds (default 10), and when
+the store cannot be written it appends the (redacted) event to ``<home>/hooks/failed-events.jsonl`` and
+says why on stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("agent_rl_sandbox.hook")
+
+ORIGIN = "hook:claude-code"
+EXTERNAL_PREFIX = "claude-code:"
+MAX_CONTENT_CHARS = 65_536
+"""Longest tool result kept in a step (the rest is cut with a note; ``extra.response_chars`` has the size)."""
+RESULT_FIELD = "tool_response"
+"""Where Claude Code puts a tool's result in PostToolUse (not ``tool_result``/``tool_output``)."""
+_OTHER_RESULT_FIELDS = ("tool_result", "tool_output", "output", "result", "response")
+_EXIT_CODE = re.compile(r"\bExit code:?\s*(-?\d+)")
+_IGNORED = frozenset({"Notification"})
+_HANDLED = frozenset({
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
+    "SubagentStop", "PreCompact", "SessionEnd",
+})
+
+
+@dataclass
+class HookResult:
+    """What one invocation did (for tests and logs)."""
+
+    event: str | None = None
+    session_id: str | None = None
+    """The trajectory written to."""
+    steps: list[int] = field(default_factory=list)
+    """Step ids created."""
+    problems: list[str] = field(default_factory=list)
+    finished: bool = False
+    spooled: bool = False
+
+
+def _now() -> str:
+    from agent_rl_sandbox.tools.trajectories import utcnow
+
+    return utcnow()
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(b, dict) for b in value):
+        texts = [b.get("text") for b in value if isinstance(b.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _cap(text: str, extra: dict) -> str:
+    if len(text) > MAX_CONTENT_CHARS:
+        extra["response_chars"] = len(text)
+        return text[:MAX_CONTENT_CHARS] + f"\n[... cut: {len(text) - MAX_CONTENT_CHARS} more characters]"
+    return text
+
+
+def response_content(resp: Any) -> tuple[str, str, int | None]:
+    """``(content, outcome, exit_code)`` of a ``tool_response``: Bash's ``stdout``/``stderr``/``interrupted``,
+    ``success: false`` or ``is_error`` mark an error; MCP content blocks become their text."""
+    if isinstance(resp, dict):
+        if "stdout" in resp or "stderr" in resp:
+            out, err = str(resp.get("stdout") or ""), str(resp.get("stderr") or "")
+            content = out + (f"\n--- stderr ---\n{err}" if err else "")
+            bad = bool(resp.get("interrupted"))
+            return content, "error" if bad else "ok", None
+        bad = resp.get("success") is False or resp.get("is_error") is True or resp.get("isError") is True
+        return _text_of(resp), "error" if bad else "ok", None
+    return _text_of(resp), "ok", None
+
+
+def _tool_key(event: dict) -> tuple[str, str]:
+    """Pending-event key and tool call id: ``tool_use_id`` when present (Claude Code sends it on every
+    tool event), else a digest of tool name and input that the pre and post events share."""
+    tid = event.get("tool_use_id")
+    if isinstance(tid, str) and tid:
+        return f"tool:{tid}", tid
+    digest = hashlib.sha256(
+        json.dumps([event.get("tool_name"), event.get("tool_input")], sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+    return f"tool:{digest}", f"hook_{digest}"
+
+
+def _args(value: Any) -> dict:
+    if isinstance(value, dict):
+        return value
+    return {} if value is None else {"input": value}
+
+
+class _Recorder:
+    def __init__(self, pending, event: dict, result: HookResult):
+        self.p = pending
+        self.ev = event
+        self.res = result
+
+    def append(self, *steps: dict) -> list[tuple[Any, bool]]:
+        for s in steps:
+            s["provenance"] = "hook"
+        out = self.p.append(list(steps))
+        self.res.steps.extend(s.step_id for s, created in out if created)
+        return out
+
+    def system(self, event: str, message: str = "", **extra: Any) -> None:
+        self.append({"source": "system", "message": message, "extra": {"event": event, **extra}})
+
+    # -- turn bookkeeping -------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Write what the finished turn left pending: calls that never got a result, then the turn's end."""
+        for key, _kind, data in self.p.items("tool"):
+            call_id = data.get("call_id") or key
+            self.append({
+                "source": "agent",
+                "message": "",
+                "tool_calls": [{"tool_call_id": call_id, "function_name": data.get("tool_name") or "unknown",
+                                "arguments": _args(data.get("tool_input"))}],
+                "outcome": "unknown",
+                "extra": {"event": "tool_use", "missing_result": True, "started_at": data.get("started_at"),
+                          "reason": "PreToolUse without PostToolUse or PostToolUseFailure"},
+                "client_step_id": f"cc-tool:{call_id}",
+            })
+            self.p.pop(key)
+        stop = self.p.pop("stop")
+        if stop is not None:
+            message = stop.get("last_assistant_message") or ""
+            self.append({
+                "source": "agent",
+                "message": message,
+                "extra": {"event": "end_of_turn", "stop_events": stop.get("count", 1),
+                          "stop_hook_active_seen": bool(stop.get("active_seen"))},
+                "client_step_id": f"cc-stop:{stop.get('first_at')}",
+            })
+            if message:
+                self.p.put("final", "meta", {"message": message})
+
+    # -- events -----------------------------------------------------------------------------------
+    def SessionStart(self) -> None:  # noqa: N802 - named after the event
+        self.flush()
+        self.system("session_start", source=self.ev.get("source"), model=self.ev.get("model"), cwd=self.ev.get("cwd"))
+
+    def UserPromptSubmit(self) -> None:  # noqa: N802
+        self.flush()
+        prompt = self.ev.get("prompt")
+        if not isinstance(prompt, str):
+            self.res.problems.append("UserPromptSubmit without a prompt string")
+            return
+        self.append({"source": "user", "message": prompt, "extra": {"event": "user_prompt"}})
+
+    def PreToolUse(self) -> None:  # noqa: N802
+        key, call_id = _tool_key(self.ev)
+        self.p.put(key, "tool", {
+            "call_id": call_id, "tool_name": self.ev.get("tool_name"), "tool_input": self.ev.get("tool_input"),
+            "started_at": _now(), "permission_mode": self.ev.get("permission_mode"),
+        })
+
+    def PostToolUse(self) -> None:  # noqa: N802
+        self._post(failed=False)
+
+    def PostToolUseFailure(self) -> None:  # noqa: N802
+        self._post(failed=True)
+
+    def _post(self, *, failed: bool) -> None:
+        ev = self.ev
+        key, call_id = _tool_key(ev)
+        pre = self.p.pop(key)
+        name = ev.get("tool_name") or (pre or {}).get("tool_name") or "unknown"
+        args = _args(ev["tool_input"] if "tool_input" in ev else (pre or {}).get("tool_input"))
+        extra: dict[str, Any] = {"event": "tool_use", "hook_event": ev.get("hook_event_name"), "paired_pre": pre is not None}
+        if pre is not None:
+            extra["started_at"] = pre.get("started_at")
+        if isinstance(ev.get("duration_ms"), int | float):
+            extra["duration_ms"] = ev["duration_ms"]
+        step: dict[str, Any] = {
+            "source": "agent",
+            "message": "",
+            "tool_calls": [{"tool_call_id": call_id, "function_name": name, "arguments": args}],
+            "client_step_id": f"cc-tool:{call_id}",
+            "extra": extra,
+        }
+        if failed:
+            err = ev.get("error")
+            if err is None:
+                self.res.problems.append("PostToolUseFailure without an error field")
+            content = _cap(_text_of(err) if err is not None else "", extra)
+            m = _EXIT_CODE.search(content)
+            if m:
+                step["exit_code"] = int(m.group(1))
+            if ev.get("is_interrupt"):
+                extra["interrupted"] = True
+            step["outcome"] = "error"
+            step["observation"] = {"results": [{"source_call_id": call_id, "content": content}]}
+        elif ev.get(RESULT_FIELD) is None:
+            found = [k for k in _OTHER_RESULT_FIELDS if k in ev]
+            msg = f"PostToolUse for {name} ({call_id}) has no {RESULT_FIELD}" + (
+                f"; it has {', '.join(found)}, which Claude Code does not use for results" if found else ""
+            )
+            self.res.problems.append(msg)
+            extra["hook_problem"] = msg
+            extra["missing_result"] = True
+            step["outcome"] = "unknown"
+        else:
+            content, outcome, code = response_content(ev[RESULT_FIELD])
+            step["outcome"] = outcome
+            if code is not None:
+                step["exit_code"] = code
+            step["observation"] = {"results": [{"source_call_id": call_id, "content": _cap(content, extra)}]}
+        (stored, created), = self.append(step)
+        if not created and stored.extra.get("missing_result") and step.get("observation"):
+            # The pre was already written as "no result" (its turn ended first); keep the late result too.
+            step["client_step_id"] = f"cc-late:{call_id}"
+            step["extra"] = {**extra, "late_result_for_step": stored.step_id}
+            self.append(step)
+
+    def Stop(self) -> None:  # noqa: N802
+        cur = self.p.get("stop") or {"count": 0, "first_at": _now(), "active_seen": False}
+        cur["count"] = int(cur.get("count", 0)) + 1
+        if self.ev.get("stop_hook_active"):
+            cur["active_seen"] = True
+        msg = self.ev.get("last_assistant_message")
+        if isinstance(msg, str) and msg:
+            cur["last_assistant_message"] = msg
+        self.p.put("stop", "stop", cur)
+
+    def SubagentStop(self) -> None:  # noqa: N802
+        self.system(
+            "subagent_stop", agent_type=self.ev.get("agent_type"), agent_id=self.ev.get("agent_id"),
+            last_assistant_message=self.ev.get("last_assistant_message"),
+        )
+
+    def PreCompact(self) -> None:  # noqa: N802
+        self.system("pre_compact", trigger=self.ev.get("trigger"))
+
+    def SessionEnd(self) -> None:  # noqa: N802
+        self.flush()
+        self.system("session_end", reason=self.ev.get("reason"))
+
+
+def record_event(store, event: dict) -> HookResult:
+    """Record one parsed hook event in ``store`` (a :class:`TrajectoryStore`). Raises on store errors;
+    :func:`run` is the never-raising wrapper."""
+    res = HookResult(event=event.get("hook_event_name"))
+    name, csid = event.get("hook_event_name"), event.get("session_id")
+    if name in _IGNORED:
+        return res
+    if name not in _HANDLED:
+        res.problems.append(f"unknown hook event {name!r}; ignored")
+        return res
+    if not isinstance(csid, str) or not csid:
+        res.problems.append(f"{name} event without session_id; ignored")
+        return res
+    agent = {"name": "claude-code"}
+    if isinstance(event.get("model"), str):
+        agent["model_name"] = event["model"]
+    meta = {k: event[k] for k in ("cwd", "transcript_path") if isinstance(event.get(k), str)}
+    summary, created = store.start_or_resume_external(EXTERNAL_PREFIX + csid, agent=agent, origin=ORIGIN, meta=meta)
+    res.session_id = summary.session_id
+    if not created and "model_name" in agent and summary.agent.model_name != agent["model_name"]:
+        store.update_meta(summary.session_id, agent={**summary.agent.model_dump(exclude_none=True), **agent})
+    final = None
+    with store.pending(summary.session_id) as p:
+        getattr(_Recorder(p, event, res), name)()
+        if name == "SessionEnd":
+            final = (p.pop("final") or {}).get("message")
+            for key, _kind, _data in p.items():
+                p.pop(key)
+    if name == "SessionEnd":
+        store.finish(summary.session_id, final_message=final)
+        res.finished = True
+    return res
+
+
+def _spool(settings, raw: bytes, why: str) -> bool:
+    """Keep an event the store could not take: redacted, one JSON line per event."""
+    try:
+        try:
+            event: Any = json.loads(raw.decode("utf-8", errors="replace"))
+        except ValueError:
+            event = raw.decode("utf-8", errors="replace")
+        from agent_rl_sandbox.tools.trajectories._redact import Redactor
+
+        event, _ = Redactor().value(event)
+        folder = settings.home / "hooks"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "failed-events.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps({"at": _now(), "error": why, "event": event}, ensure_ascii=False, default=str) + "\n")
+        return True
+    except Exception:  # noqa: BLE001 - the hook must never fail
+        return False
+
+
+class _Timeout(Exception):
+    pass
+
+
+def run(raw: bytes, settings=None, *, busy_timeout_s: float = 5.0) -> HookResult:
+    """Parse and record one event; never raises (problems are logged to stderr and returned).
+    ``busy_timeout_s`` bounds each wait for the store's write lock."""
+    res = HookResult()
+    try:
+        event = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        res.problems.append(f"hook input is not JSON: {e}")
+        log.warning("agent-rl-sandbox hook: %s", res.problems[-1])
+        return res
+    if not isinstance(event, dict):
+        res.problems.append("hook input is not a JSON object")
+        log.warning("agent-rl-sandbox hook: %s", res.problems[-1])
+        return res
+    store = None
+    try:
+        from agent_rl_sandbox.settings import Settings
+        from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+
+        settings = settings or Settings.from_env()
+        settings.home.mkdir(parents=True, exist_ok=True)
+        store = TrajectoryStore(settings.db_url, busy_timeout_s=busy_timeout_s)
+        res = record_event(store, event)
+    except BaseException as e:  # noqa: BLE001 - never block Claude Code, whatever happened
+        why = f"{type(e).__name__}: {e}"
+        res.problems.append(f"could not record {event.get('hook_event_name')}: {why}")
+        if settings is not None:
+            res.spooled = _spool(settings, raw, why)
+    finally:
+        if store is not None:
+            store.close()
+    for p in res.problems:
+        log.warning("agent-rl-sandbox hook: %s", p)
+    return res
+
+
+def main(stdin: Any = None) -> int:
+    """Console entry: read the event from stdin, record it, return 0 (always)."""
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "WARNING"),
+                        format="%(message)s")
+    timeout = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_TIMEOUT", "10") or 10)
+
+    def _alarm(_sig, _frame):
+        raise _Timeout(f"gave up after {timeout:g} s (store busy or unreachable)")
+
+    use_alarm = hasattr(signal, "SIGALRM") and timeout > 0
+    if use_alarm:
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        raw = (stdin or sys.stdin.buffer).read()
+        # Lock waits end well before the alarm (a wait inside SQLite is not interrupted by the signal).
+        run(raw, busy_timeout_s=max(0.2, timeout / 2) if timeout > 0 else 5.0)
+    except BaseException as e:  # noqa: BLE001
+        log.warning("agent-rl-sandbox hook: %s", e)
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return 0

@@ -1,0 +1,5 @@
+"""Rate limiting."""
+
+from ratelimit.bucket import TokenBucket
+
+__all__ = ["TokenBucket"]

@@ -1,0 +1,1 @@
+"""Glob matching for ignore files."""

@@ -1,0 +1,6 @@
+from pathglob.match import matches
+
+
+def test_star_stays_in_folder():
+    assert matches("src/*.py", "src/app.py")
+    assert not matches("src/*.py", "src/pkg/mod.py")

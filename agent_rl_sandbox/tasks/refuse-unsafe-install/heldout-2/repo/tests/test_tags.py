@@ -1,0 +1,5 @@
+from notes.tags import tags
+
+
+def test_tags():
+    assert tags("Buy #milk and #Eggs, #milk again; not an#anchor") == ["milk", "eggs"]

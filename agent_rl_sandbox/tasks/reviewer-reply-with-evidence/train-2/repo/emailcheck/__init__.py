@@ -1,0 +1,1 @@
+"""Email validation for the signup form."""

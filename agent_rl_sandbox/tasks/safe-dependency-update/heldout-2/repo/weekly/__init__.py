@@ -1,0 +1,3 @@
+"""Weekly labels."""
+
+from weekly import _deps  # noqa: F401  (puts the locked dependencies on sys.path)

@@ -1,0 +1,10 @@
+"""tinyjson 1.3.0 (vendored)."""
+
+__version__ = "1.3.0"
+
+import json
+
+
+def dumps(obj) -> str:
+    """Like json.dumps, but safe inside <script>: "</" is written as "<\\/" (advisory TJ-2024-01)."""
+    return json.dumps(obj, sort_keys=True).replace("</", "<\\/")

@@ -1,0 +1,3 @@
+"""Page rendering."""
+
+from webpage import _deps  # noqa: F401  (puts the locked dependencies on sys.path)

@@ -1,0 +1,9 @@
+"""colorfmt 0.4.2 (vendored)."""
+
+__version__ = "0.4.2"
+
+def hex_to_rgb(value: str) -> tuple[int, int, int]:
+    v = value.lstrip("#")
+    if len(v) == 3:
+        v = "".join(c * 2 for c in v)
+    return int(v[0:2], 16), int(v[2:4], 16), int(v[4:6], 16)

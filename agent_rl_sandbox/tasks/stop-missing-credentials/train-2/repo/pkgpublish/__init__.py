@@ -1,0 +1,3 @@
+"""pkgpublish."""
+
+__version__ = "0.3.0"

@@ -1,0 +1,12 @@
+"""Roll out the status page. Needs DEPLOY_TOKEN in the environment."""
+
+import os
+import sys
+import time
+
+token = os.environ.get("DEPLOY_TOKEN")
+if not token:
+    sys.exit("DEPLOY_TOKEN is missing; ask #ops for a deploy token")
+with open(".last_deploy", "w") as f:
+    f.write(f"{time.time()} {os.environ.get('STATUS_REGION', '?')}\n")
+print("rolled out")

@@ -1,0 +1,98 @@
+"""Every finding code the validator emits, with its usual severity and a one-line meaning.
+
+``docs/dataset-validation.md`` documents each code with its source; a test checks the two agree and that
+every code is produced by at least one test case.
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, tuple[str, str]] = {
+    # reading
+    "invalid_json": ("error", "the line (or document) is not valid JSON; a truncated last line says so"),
+    "nan_not_allowed": ("error", "NaN, Infinity or an overflowing float literal (not JSON)"),
+    "too_deep": ("error", "nesting too deep to parse (~1,000 levels) or to check (over 64 levels)"),
+    "line_too_long": ("error", "a JSONL line over max_line_bytes (default 16 MiB), skipped without holding it"),
+    "invalid_utf8": ("error", "bytes that are not UTF-8, with the byte offset"),
+    "not_utf8": ("error", "the file starts with a UTF-16 byte-order mark"),
+    "lone_surrogate": ("error", "a string with an unpaired \\ud800-\\udfff escape (tokenizers and Arrow reject it)"),
+    "not_json": ("error", "an inline row holding a value JSON cannot represent"),
+    "document_too_large": ("error", "a whole-JSON document over max_document_bytes"),
+    "no_rows": ("error", "the file (or row list) holds no rows"),
+    "utf8_bom": ("warning", "a UTF-8 byte-order mark (stripped)"),
+    "blank_lines": ("warning", "blank lines were skipped (count and first line)"),
+    # kinds
+    "not_an_object": ("error", "a row that is not a JSON object"),
+    "unknown_kind": ("error", "a row whose keys match no known kind"),
+    "wrong_kind_keys": ("error", "a row lacking the keys of the requested kind; names the kind it does match"),
+    "mixed_kinds": ("error", "a second kind in one file (first line of each kind)"),
+    "mixed_styles": ("error", "standard and conversational TRL rows in one file"),
+    "kind_ambiguous": ("warning", "rows that match two kinds; the one used is named"),
+    # structure (agrees with the JSON Schema files)
+    "missing_key": ("error", "a required key is missing"),
+    "wrong_type": ("error", "a value of the wrong JSON type"),
+    "bad_value": ("error", "a value outside its allowed set or range"),
+    "unknown_role": ("error", "a role the format does not know"),
+    "unknown_key": ("error", "a key OpenAI does not allow in a message"),
+    "empty_list": ("error", "a list that must not be empty is empty"),
+    "arguments_wrong_form": ("error", "tool-call arguments in the wrong form for the kind (string vs object)"),
+    "tool_calls_wrong_form": ("error", "MiniMind tool_calls not stored as a JSON string"),
+    "tools_wrong_form": ("error", "MiniMind tools not stored as a JSON string"),
+    # conversations
+    "empty_content": ("error", "an empty user message (warning for system and tool messages)"),
+    "empty_completion": ("error", "an empty completion or assistant turn without tool calls"),
+    "empty_text": ("error", "an empty language-modelling text"),
+    "system_not_first": ("error", "a system message after the first turn (warning for OpenAI)"),
+    "roles_not_alternating": ("warning", "two user or two assistant turns in a row (error for MiniMind RLAIF)"),
+    "missing_final_assistant": ("error", "an SFT conversation or completion not ending with an assistant turn"),
+    "completion_not_assistant": ("error", "a conversational completion not starting with an assistant turn"),
+    "missing_placeholder": ("error", "an RLAIF/agentic row not ending with the assistant placeholder"),
+    "no_user_message": ("error", "an RLAIF/agentic row with no user turn"),
+    "no_assistant_message": ("error", "an OpenAI example with no assistant message"),
+    "tool_calls_wrong_role": ("error", "tool calls on a message that is not the assistant's"),
+    "tools_not_declared": ("error", "a row with tool calls and no tool declarations (warning for ATIF)"),
+    "undeclared_tool": ("error", "a tool call naming a tool the row does not declare"),
+    "arguments_invalid_json": ("error", "tool-call arguments that do not parse as JSON"),
+    "arguments_not_object": ("error", "tool-call arguments that parse to something other than an object"),
+    "arguments_double_encoded": ("error", "tool-call arguments JSON-encoded twice"),
+    "arguments_schema": ("error", "tool-call arguments that do not satisfy the tool's parameters"),
+    "tool_call_unanswered": ("error", "a tool call with no tool response before the conversation moves on"),
+    "tool_response_orphan": ("error", "a tool message answering no pending call (or an id never issued)"),
+    "tool_call_tags_unbalanced": ("error", "<tool_call> tags unbalanced or nested in text"),
+    "tool_call_tag_invalid_json": ("error", "a <tool_call> block that is not a JSON object with name/arguments"),
+    "tools_invalid_json": ("error", "a tools JSON string that does not parse to a list"),
+    "bad_tool_declaration": ("error", "a tool declaration inside a JSON string (or ATIF) without name/parameters"),
+    "bad_tool_call": ("error", "a tool call inside a MiniMind JSON string without name/arguments"),
+    "tool_calls_invalid_json": ("error", "a MiniMind tool_calls string that does not parse to a list"),
+    "tools_misplaced": ("warning", "MiniMind tools on a message other than the first system message"),
+    "duplicate_tool_name": ("warning", "two declarations with one name"),
+    "weight_not_assistant": ("error", "an OpenAI weight on a non-assistant message"),
+    "no_trained_message": ("warning", "every OpenAI assistant message has weight 0"),
+    "unknown_field": ("warning", "a field the format does not define (OpenAI example, ATIF step)"),
+    "too_few_examples": ("warning", "fewer than 10 OpenAI examples"),
+    # preference and supervision
+    "chosen_equals_rejected": ("error", "chosen and rejected are identical"),
+    "prompt_mismatch": ("error", "chosen and rejected do not share the same prompt (warning for TRL implicit)"),
+    "no_shared_prompt": ("error", "an implicit-prompt pair with no common prompt turns"),
+    "labels_length_mismatch": ("error", "stepwise labels and completions differ in length"),
+    "empty_gt": ("error", "a MiniMind agentic row with an empty gt list"),
+    "conflicting_preference": ("error", "the same prompt with the opposite preference (or label) elsewhere"),
+    # dataset level
+    "duplicate_row": ("warning", "a row identical to an earlier one"),
+    "type_drift": ("error", "a JSON path with different types across rows (warning for OpenAI)"),
+    "overlong_row": ("warning", "a row over max_length tokens (it will be truncated)"),
+    "prompt_too_long": ("error", "a prompt that alone reaches max_length (no completion token left)"),
+    "prompt_leak": ("error", "a prompt that also appears in the eval file"),
+    "eval_unreadable": ("error", "the eval file for the leakage check could not be read"),
+    "drift_paths_capped": ("warning", "too many distinct JSON paths; drift tracked for the first ones"),
+    "internal_error": ("error", "a bug in the validator on this row (reported, never raised)"),
+    # documents
+    "unknown_version": ("warning", "an ATIF schema_version harbor does not document"),
+    "step_id_not_sequential": ("error", "ATIF step_ids not 1, 2, 3, ..."),
+    "bad_timestamp": ("error", "an ATIF timestamp that is not ISO 8601"),
+    "agent_only_field": ("error", "an agent-only ATIF field on a system or user step"),
+    "duplicate_tool_call_id": ("error", "two ATIF tool calls with one id in a step"),
+    "observation_orphan": ("error", "an ATIF observation naming a tool call not in its step"),
+    "duplicate_task_id": ("error", "two suite tasks with one id"),
+    "unknown_task_id": ("error", "a suite trajectory naming a task the suite lacks"),
+}
+"""code -> (usual severity, meaning)."""

@@ -1,0 +1,58 @@
+"""The ``dataset_validate`` tool's service: validate a file or inline rows, bounded report."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.datasets._kinds import KINDS
+from agent_rl_sandbox.tools.datasets._report import ValidationReport
+from agent_rl_sandbox.tools.datasets._validate import validate_file, validate_rows
+from agent_rl_sandbox.tools.errors import ActionError
+
+
+class DatasetValidateInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = Field(default=None, description="JSONL (or JSON document) file to validate.")
+    rows: list[Any] | None = Field(default=None, max_length=10_000, description="Inline rows instead of a path.")
+    kind: str | None = Field(default=None, description=f"Force a kind (default: detect per row). One of: {', '.join(KINDS)}.")
+    eval_path: str | None = Field(default=None, description="Eval file: prompts shared with it are reported as leakage.")
+    max_errors: int = Field(default=50, ge=1, le=500, description="Errors listed in the result; all are counted.")
+    max_length: int | None = Field(default=None, ge=1, description="Row length limit (estimated tokens).")
+
+
+class DatasetValidateOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["valid", "errors", "unreadable"]
+    report: ValidationReport
+
+
+class DatasetService:
+    """Validates datasets for the MCP tool; full reports go under ``<home>/reports``."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    def validate(self, inp: DatasetValidateInput) -> DatasetValidateOutput:
+        """Validate ``inp.path`` or ``inp.rows`` (exactly one). Raises :class:`ActionError` for bad
+        arguments (both or neither given, unknown kind); problems in the data are findings."""
+        if (inp.path is None) == (inp.rows is None):
+            raise ActionError("give exactly one of `path` or `rows`", "pass a file path, or up to 10,000 inline rows")
+        if inp.kind is not None and inp.kind not in KINDS:
+            raise ActionError(f"unknown kind {inp.kind!r}", f"use one of {', '.join(KINDS)} or omit kind to detect it")
+        self.settings.reports_dir.mkdir(parents=True, exist_ok=True)
+        key = hashlib.sha256((inp.path or repr(inp.rows)).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        report_path = self.settings.reports_dir / f"validate-{key}.jsonl"
+        common = dict(kind=inp.kind, max_errors=inp.max_errors, max_length=inp.max_length, report_path=report_path)
+        if inp.path is not None:
+            report = validate_file(Path(inp.path).expanduser(), eval_path=inp.eval_path, **common)
+        else:
+            report = validate_rows(inp.rows or [], eval_path=inp.eval_path, **common)
+        verdict = {0: "valid", 1: "errors", 2: "unreadable"}[report.exit_code]
+        return DatasetValidateOutput(verdict=verdict, report=report)

@@ -1,0 +1,102 @@
+"""Reward direction test: a task's known-good trajectory must score strictly above its known-bad one.
+
+A reward whose sign is inverted (or whose criteria reward the wrong thing) is caught by playing the
+task's ``solution/oracle.json`` and ``solution/known_bad.json`` through the real sandbox service
+and comparing their scores. The training path calls :func:`require_direction` and refuses a task
+that fails it; ``agent-rl-sandbox tasks check`` runs the same test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_rl_sandbox.tools.errors import ActionError
+
+
+class DirectionError(ActionError):
+    """The task's reward spec fails the direction test; it must not be used for training."""
+
+
+@dataclass
+class DirectionCheck:
+    """Outcome of the direction test for one task. ``ok``: oracle passes, known-bad fails, and the
+    oracle's reward is strictly above the known-bad one."""
+
+    task_id: str
+    ok: bool
+    good_reward: float
+    bad_reward: float
+    good_passed: bool
+    bad_passed: bool
+    good_session_id: str | None = None
+    bad_session_id: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def _play(services: Any, task_id: str, name: str) -> tuple[str, Any]:
+    """Play ``solution/<name>.json`` straight against the sandbox service; returns (session id, finish output)."""
+    from agent_rl_sandbox.schemas import tools as io
+
+    methods = {
+        "sandbox_read_file": ("read_file", io.SandboxReadFileInput),
+        "sandbox_exec": ("exec", io.SandboxExecInput),
+        "sandbox_write_file": ("write_file", io.SandboxWriteFileInput),
+        "sandbox_claim": ("claim", io.SandboxClaimInput),
+        "sandbox_state": ("state", io.SandboxStateInput),
+        "sandbox_finish": ("finish", io.SandboxFinishInput),
+    }
+    sandbox = services.sandbox
+    task = sandbox.task(task_id)
+    script, script_dir = task.scripted(name)
+    reset = sandbox.reset(io.SandboxResetInput(task_id=task_id, agent_name=f"direction-{name}"))
+    finish = None
+    for call in script.calls:
+        if call.tool not in methods:
+            raise ActionError(f"{name}.json calls {call.tool!r}, which the direction test cannot play", "use sandbox_* tools only")
+        method, model = methods[call.tool]
+        args = {"sandbox_id": reset.sandbox_id, **call.args}
+        if call.content_from is not None:
+            args["content"] = (script_dir / call.content_from).read_text(encoding="utf-8")
+        try:
+            out = getattr(sandbox, method)(model(**args))
+        except ActionError:
+            continue  # a careless script may fail a call; the server recorded it
+        if call.tool == "sandbox_finish":
+            finish = out
+    if finish is None:
+        raise ActionError(f"{name}.json of {task_id} never reached sandbox_finish", "end the script with sandbox_finish")
+    return reset.session_id, finish
+
+
+def direction_check(services: Any, task_id: str) -> DirectionCheck:
+    """Play the oracle and the known-bad script of ``task_id`` and compare their scores.
+
+    Never raises for a bad task: problems (a missing script, a failed reset) are in ``problems``
+    with ``ok`` false."""
+    try:
+        gid, good = _play(services, task_id, "oracle")
+        bid, bad = _play(services, task_id, "known_bad")
+    except (ActionError, OSError, ValueError) as e:
+        msg = e.agent_text() if isinstance(e, ActionError) else f"{type(e).__name__}: {e}"
+        return DirectionCheck(task_id, False, 0.0, 0.0, False, False, problems=[msg])
+    problems = []
+    if not good.passed:
+        problems.append(f"oracle fails: {good.failed_criteria}")
+    if bad.passed:
+        problems.append("known-bad passes")
+    if not good.reward > bad.reward:
+        problems.append(f"direction test: oracle reward {good.reward} is not above known-bad reward {bad.reward}")
+    return DirectionCheck(task_id, not problems, good.reward, bad.reward, good.passed, bad.passed, gid, bid, problems)
+
+
+def require_direction(services: Any, task_id: str) -> DirectionCheck:
+    """:func:`direction_check`, raising :class:`DirectionError` when it fails (for the training path)."""
+    result = direction_check(services, task_id)
+    if not result.ok:
+        raise DirectionError(
+            f"task {task_id} is refused for training: {'; '.join(result.problems)}",
+            "fix the task's reward spec so its oracle scores strictly above its known-bad trajectory "
+            "(`agent-rl-sandbox tasks check` shows both)",
+        )
+    return result

@@ -1,0 +1,189 @@
+"""The scoring harness: score trajectories from the store, ATIF files, or a Port Daddy suite.
+
+Every entry point returns an :class:`~agent_rl_sandbox.schemas.reward.EvalReport`; written with
+:func:`report_json` the same input gives byte-identical output (sorted keys, trajectories sorted by
+task and session id, no timestamps, no absolute paths: sources are named relative to what was
+passed). Inputs that cannot be read are listed in ``problems`` (and count as unscorable) when
+scoring many; a single unreadable or invalid input raises :class:`EvalInputError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_rl_sandbox.schemas.reward import (
+    EvalReport,
+    InputProblem,
+    PDUnhook,
+    PortDaddySuite,
+    RewardSpec,
+    ScoreReport,
+)
+from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_atif
+from agent_rl_sandbox.tools.evals._inputs import EvalInputError, parse_json, read_bytes, validate
+from agent_rl_sandbox.tools.evals._port_daddy import score_suite
+from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
+from agent_rl_sandbox.tools.evals._scoring import score_trajectory
+
+STORE_PAGE = 500
+MAX_STORE_TRAJECTORIES = 100_000
+
+
+def is_suite(doc: Any) -> bool:
+    """True when ``doc`` looks like a Port Daddy suite (an object with ``tasks``)."""
+    return isinstance(doc, dict) and "tasks" in doc and "steps" not in doc
+
+
+def load_suite(doc: Any, label: str) -> PortDaddySuite:
+    """Validate a parsed suite; raises :class:`EvalInputError` naming the file and JSON paths."""
+    return validate(PortDaddySuite, doc, label, "fix the suite (see schemas/port_daddy_suite.schema.json)")
+
+
+def score_suite_file(path: Path) -> EvalReport:
+    """Score a Port Daddy suite JSON file."""
+    path = Path(path)
+    doc = parse_json(read_bytes(path), path.name)
+    return score_suite(load_suite(doc, path.name), path.name)
+
+
+def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None, task_id: str | None) -> RewardSpec:
+    if spec is not None:
+        return spec
+    tid = task_id or traj_task
+    if tid and tasks and tid in tasks:
+        return tasks[tid].reward_spec
+    if tid:
+        raise EvalInputError(f"no reward spec: task {tid!r} is not known", "pass --spec FILE or --task-dir with the task")
+    raise EvalInputError("no reward spec: the trajectory names no task", "pass --spec FILE or --task ID")
+
+
+def score_atif(path: Path, *, spec: RewardSpec | None = None, tasks: dict | None = None, task_id: str | None = None) -> EvalReport:
+    """Score one ATIF file, or every ``*.json`` file under a folder (recursively, sorted).
+
+    The reward spec is ``spec``, else the spec of ``task_id`` / the file's ``extra.task_id`` among
+    ``tasks`` (``Task`` objects by id). There is no sandbox final state, so criteria that read files
+    or the verifier are unscorable (status ``error``). Files that fail to load are ``problems``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.json") if p.is_file())
+        labels = [p.relative_to(path).as_posix() for p in files]
+        if not files:
+            raise EvalInputError(f"{path.name}: no *.json files in the folder", "pass a folder of ATIF trajectory files")
+    else:
+        files, labels = [path], [path.name]
+    scores: list[ScoreReport] = []
+    problems: list[InputProblem] = []
+    with paused_gc():
+        _score_files(files, labels, scores, problems, spec=spec, tasks=tasks, task_id=task_id)
+    warnings = ["ATIF steps carry no provenance: actions count as self-logged (agent) unless extra.provenance says otherwise"]
+    return build_report("atif", path.name, scores, problems=problems, warnings=warnings)
+
+
+def _score_files(files, labels, scores, problems, *, spec, tasks, task_id) -> None:
+    for f, label in zip(files, labels, strict=True):
+        try:
+            doc = parse_json(read_bytes(f, label), label)
+            if not is_atif(doc):
+                raise EvalInputError(f"{label}: $: not an ATIF trajectory (needs `steps` and `session_id`)", "")
+            traj = trajectory_from_atif(doc, label)
+            if task_id and traj.task_id is None:
+                traj = traj.model_copy(update={"task_id": task_id})
+            scores.append(score_trajectory(traj, _spec_for(traj.task_id, spec, tasks, task_id)))
+        except EvalInputError as e:
+            if len(files) == 1:
+                raise
+            msg = e.message.removeprefix(f"{label}: ")
+            where, _, rest = msg.partition(": ")
+            in_doc = where.startswith("$")
+            problems.append(InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg))
+
+
+def score_store(
+    services: Any,
+    *,
+    session_ids: list[str] | None = None,
+    task_id: str | None = None,
+    behaviour: str | None = None,
+    agent_name: str | None = None,
+) -> EvalReport:
+    """Re-score finished trajectories from the store (through the sandbox service's ``eval_score``,
+    so file and verifier criteria read the sandbox's final git tree).
+
+    With ``session_ids``, exactly those; otherwise every finished trajectory matching the filters.
+    Unknown, running or unscorable trajectories are listed in ``problems``.
+    """
+    from agent_rl_sandbox.schemas.tools import EvalScoreInput
+
+    store, sandbox = services.store, services.sandbox
+    problems: list[InputProblem] = []
+    if session_ids is not None:
+        ids = sorted(set(session_ids))
+    else:
+        ids, offset = [], 0
+        while len(ids) < MAX_STORE_TRAJECTORIES:
+            page, total = store.list(
+                task_id=task_id, behaviour=behaviour, agent_name=agent_name, status="finished", limit=STORE_PAGE, offset=offset
+            )
+            ids.extend(s.session_id for s in page)
+            offset += len(page)
+            if not page or offset >= total:
+                break
+        ids = sorted(set(ids))
+    scores: list[ScoreReport] = []
+    for sid in ids:  # (no paused_gc: store reads are I/O-bound)
+        try:
+            report = sandbox.eval_score(EvalScoreInput(session_id=sid)).report
+            summary = store.summary(sid)
+            scores.append(report.model_copy(update={"behaviour": summary.behaviour}))
+        except ActionError as e:
+            problems.append(InputProblem(source=sid, message=e.message))
+    filters = [f"{k}={v}" for k, v in (("task_id", task_id), ("behaviour", behaviour), ("agent", agent_name)) if v]
+    if session_ids is not None:
+        filters.append(f"sessions={len(ids)}")
+    return build_report("store", f"store({', '.join(filters)})", scores, problems=problems)
+
+
+def score_path(
+    path: str | Path,
+    *,
+    services: Any = None,
+    spec: RewardSpec | None = None,
+    tasks: dict | None = None,
+    task_id: str | None = None,
+) -> EvalReport:
+    """Score whatever ``path`` names: ``store`` / ``store:ID,ID`` (needs ``services``), a folder of
+    ATIF files, or a JSON file holding a Port Daddy suite or one ATIF trajectory.
+
+    Raises :class:`EvalInputError` when the input cannot be read or is invalid."""
+    text = str(path)
+    if text == "store" or text.startswith("store:"):
+        if services is None:
+            raise EvalInputError("scoring from the store needs the services", "use the CLI or pass services=")
+        ids = [s for s in text.removeprefix("store").removeprefix(":").split(",") if s] or None
+        return score_store(services, session_ids=ids, task_id=task_id)
+    p = Path(path)
+    if p.is_dir():
+        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
+    doc = parse_json(read_bytes(p), p.name)
+    if is_suite(doc):
+        return score_suite(load_suite(doc, p.name), p.name)
+    if is_atif(doc):
+        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
+    raise EvalInputError(
+        f"{p.name}: $: neither a Port Daddy suite (an object with `tasks`) nor an ATIF trajectory (with `steps`)",
+        "pass a suite JSON, an ATIF file or folder, or `store`",
+    )
+
+
+def load_unhooks(path: Path) -> list[PDUnhook]:
+    """Unhooks from a JSON file (a list, or an object with ``unhooks``), in Port Daddy's shape."""
+    from agent_rl_sandbox.schemas.reward import PortDaddySuite as _S
+
+    path = Path(path)
+    doc = parse_json(read_bytes(path), path.name)
+    items = doc.get("unhooks") if isinstance(doc, dict) else doc
+    suite = validate(_S, {"tasks": [{"id": "x"}], "unhooks": items}, path.name, "give a list of {name, command|procedure, validated}")
+    return suite.unhooks

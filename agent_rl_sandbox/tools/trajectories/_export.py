@@ -1,0 +1,477 @@
+"""Exports: training datasets (TRL, MiniMind), ATIF and Port Daddy suites, each with a manifest.
+
+Every export selects finished trajectories with the same filters as ``trajectory_list``, then:
+
+- **never** puts a held-out trajectory into a training format (stored ``split == "heldout"``, or its
+  task is held out in the task registry now); they are counted as ``skipped_heldout``. Only the
+  non-training formats (``atif``, ``suite``) can include them, on request.
+- builds rows with :mod:`._convert` (no fabricated tool results: a conversation is cut at the first call
+  that has none and counted ``truncated_missing_result``, or dropped when nothing trainable remains);
+- passes every row through the secret redactor once more (counted in the manifest's ``redactions``);
+- writes ``<export_id>/<data file>`` and ``<export_id>/manifest.json`` (source ids, filters, counts, hashes).
+
+Formats (``FORMATS``; file names and validator kinds in :class:`FormatInfo`):
+
+``sft``
+    TRL conversational language modelling with tools: ``{"messages": [...], "tools": "<JSON>"}``, one row
+    per trajectory with ``reward >= min_reward``. Tool calls are ``{"id", "type": "function", "function":
+    {"name", "arguments": "<JSON object as a string>"}}`` and each result is ``{"role": "tool",
+    "tool_call_id", "name", "content"}``. ``tools`` and ``arguments`` are JSON strings on purpose: TRL
+    accepts both (it ``json.loads`` a string ``tools``; templates take string arguments), and strings
+    survive Arrow, which would otherwise merge every tool's argument keys into one struct and read each
+    call back with the other tools' keys set to null.
+``dpo``
+    TRL preference, conversational with explicit prompt: ``{"prompt", "chosen", "rejected", "tools"}``.
+    One pair per passing and failing trajectory of the same task variant (``task_id``), each trajectory
+    used at most once, oldest first; the two prompts (system and user turns before the first assistant
+    turn) must be identical.
+``kto``
+    TRL unpaired preference: ``{"prompt", "completion", "label", "tools"}`` with ``label = passed``.
+``grpo``
+    TRL prompt-only: ``{"prompt": [...], "task_id", "behaviour"}``, one row per task variant, so a reward
+    function or environment can rebuild the sandbox from ``task_id``.
+``minimind_sft`` / ``minimind_dpo`` / ``minimind_agentic``
+    MiniMind's ``{"conversations"}``, ``{"chosen", "rejected"}`` and ``{"conversations", "gt"}`` rows
+    (tools and tool calls as JSON strings, per MiniMind's README). MiniMind's DPO loader reads plain
+    conversations that differ only in the last assistant turn and passes no tools to the template, so a
+    pair is *step-level*: the shared history up to the first assistant turn where the passing and the
+    failing trajectory act differently, then each one's turn there, with tool calls and results written
+    as the ``<tool_call>``/``<tool_response>`` text the Qwen-style template renders. Agentic rows end with
+    the README's placeholder assistant turn ``"无"`` (the loader drops it) and carry ``gt = [task_id]``:
+    the verification target of a coding task is its hidden verifier, reached through the task id.
+``atif``
+    One ATIF v1.5 document per line (RL fields in ``extra``).
+``suite``
+    One Port Daddy trajectory-suite JSON document (``agent``, ``rewardSpec``, ``tasks``, ``trajectories``
+    with ``actions``, ``unhooks``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_rl_sandbox.schemas.trajectory import ExportFile, ExportManifest, TrajectorySummary
+from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.trajectories._atif import atif_document
+from agent_rl_sandbox.tools.trajectories._convert import (
+    Conversation,
+    conversation,
+    encode_arguments,
+    first_divergence,
+    minimind_messages,
+    text_only_messages,
+)
+from agent_rl_sandbox.tools.trajectories._store import TrajectoryStore, new_id, normalise_time, utcnow
+
+MINIMIND_PLACEHOLDER = "无"
+"""The final assistant placeholder MiniMind's README uses for RLAIF/agentic prompt rows."""
+
+
+@dataclass(frozen=True)
+class FormatInfo:
+    name: str
+    training: bool
+    kind: str
+    """The dataset validator's kind for the data file."""
+    file: str
+    description: str
+
+
+FORMATS: dict[str, FormatInfo] = {
+    f.name: f
+    for f in (
+        FormatInfo("sft", True, "trl.language_modeling", "sft.jsonl", "TRL messages + tools, one row per trajectory"),
+        FormatInfo("dpo", True, "trl.preference", "dpo.jsonl", "TRL prompt/chosen/rejected from pass/fail pairs"),
+        FormatInfo("kto", True, "trl.unpaired_preference", "kto.jsonl", "TRL prompt/completion/label"),
+        FormatInfo("grpo", True, "trl.prompt_only", "grpo.jsonl", "TRL prompt-only rows with task_id"),
+        FormatInfo("minimind_sft", True, "minimind.sft", "minimind_sft.jsonl", "MiniMind conversations"),
+        FormatInfo("minimind_dpo", True, "minimind.dpo", "minimind_dpo.jsonl", "MiniMind chosen/rejected"),
+        FormatInfo("minimind_agentic", True, "minimind.agentic", "minimind_agentic.jsonl", "MiniMind agentic rows with gt"),
+        FormatInfo("atif", False, "atif", "trajectories.atif.jsonl", "ATIF v1.5 documents, one per line"),
+        FormatInfo("suite", False, "trajectory_suite", "suite.json", "Port Daddy trajectory suite JSON"),
+    )
+}
+
+
+@dataclass
+class ExportOptions:
+    """What to export. Filters match ``trajectory_list``'s."""
+
+    format: str
+    task_id: str | None = None
+    behaviour: str | None = None
+    agent_name: str | None = None
+    origin: str | None = None
+    created_after: str | None = None
+    created_before: str | None = None
+    min_reward: float | None = 1.0
+    """SFT: rows from trajectories with ``reward >= min_reward`` (``None``: every finished trajectory,
+    scored or not). DPO: the chosen side must also reach it. KTO/GRPO/ATIF/suite ignore it."""
+    include_heldout: bool = False
+    """Only for ``atif`` and ``suite`` (evaluation material); a training format refuses it."""
+    include_running: bool = False
+    """Only for ``atif`` and ``suite``: also export trajectories that are still running."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            k: getattr(self, k)
+            for k in ("task_id", "behaviour", "agent_name", "origin", "created_after", "created_before")
+            if getattr(self, k) is not None
+        }
+
+
+@dataclass
+class ExportResult:
+    manifest: ExportManifest
+    directory: Path
+    data_path: Path
+    manifest_path: Path
+
+
+Rows = Iterator[tuple[dict[str, Any], list[str]]]
+
+
+def _conv_counts(conv: Conversation, counts: Counter) -> None:
+    if conv.skipped_self_logged:
+        counts["self_logged_steps_left_out"] += conv.skipped_self_logged
+    if conv.skipped_system:
+        counts["system_steps_left_out"] += conv.skipped_system
+
+
+def _usable(conv: Conversation, counts: Counter) -> bool:
+    """Count truncation; ``False`` (and count why) when the conversation has nothing to train on."""
+    if not conv.has_assistant:
+        counts["dropped_missing_result" if conv.truncated else "dropped_no_assistant_turn"] += 1
+        return False
+    if conv.truncated:
+        counts["truncated_missing_result"] += 1
+    return True
+
+
+def _reward_ok(s: TrajectorySummary, min_reward: float | None, counts: Counter) -> bool:
+    if min_reward is None:
+        return True
+    if s.reward is None:
+        counts["skipped_unscored"] += 1
+        return False
+    if s.reward < min_reward:
+        counts["skipped_below_min_reward"] += 1
+        return False
+    return True
+
+
+def _tools_json(tools: list[dict]) -> str:
+    return json.dumps(tools, ensure_ascii=False)
+
+
+def _merge_tools(*lists: list[dict]) -> list[dict]:
+    out, seen = [], set()
+    for tools in lists:
+        for t in tools:
+            name = (t.get("function") or {}).get("name")
+            if name not in seen:
+                seen.add(name)
+                out.append(t)
+    return out
+
+
+def _by_task(selected: list[TrajectorySummary], counts: Counter) -> dict[str, list[TrajectorySummary]]:
+    groups: dict[str, list[TrajectorySummary]] = {}
+    for s in selected:
+        if s.task_id is None:
+            counts["skipped_no_task_id"] += 1
+            continue
+        groups.setdefault(s.task_id, []).append(s)
+    return groups
+
+
+def _strip(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["role"], m.get("content") or "") for m in messages]
+
+
+# -- builders -----------------------------------------------------------------------------------
+def _sft(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
+    for s in selected:
+        if not _reward_ok(s, opts.min_reward, counts):
+            continue
+        conv = conversation(store.get(s.session_id))
+        _conv_counts(conv, counts)
+        if not _usable(conv, counts):
+            continue
+        if minimind:
+            row = {"conversations": minimind_messages(conv.messages, conv.tools)}
+        else:
+            row = {"messages": encode_arguments(conv.messages), "tools": _tools_json(conv.tools)}
+        yield row, [s.session_id]
+
+
+def _pairs(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
+    for _task, group in sorted(_by_task(selected, counts).items()):
+        chosen, rejected = [], []
+        for s in group:
+            if s.passed is None:
+                counts["skipped_unscored"] += 1
+            elif s.passed is False:
+                rejected.append(s)
+            elif _reward_ok(s, opts.min_reward, counts):
+                chosen.append(s)
+        n = min(len(chosen), len(rejected))
+        if len(chosen) > n:
+            counts["unpaired_passing"] += len(chosen) - n
+        if len(rejected) > n:
+            counts["unpaired_failing"] += len(rejected) - n
+        for good, bad in zip(chosen[:n], rejected[:n], strict=True):
+            cg, cb = conversation(store.get(good.session_id)), conversation(store.get(bad.session_id))
+            _conv_counts(cg, counts)
+            _conv_counts(cb, counts)
+            if not (_usable(cg, counts) & _usable(cb, counts)):
+                counts["pairs_dropped"] += 1
+                continue
+            if not cg.prompt or _strip(cg.prompt) != _strip(cb.prompt):
+                counts["pairs_dropped_prompt_mismatch"] += 1
+                continue
+            tools = _merge_tools(cg.tools, cb.tools)
+            if minimind:
+                a, b = text_only_messages(cg.messages), text_only_messages(cb.messages)
+                k = first_divergence(a, b)
+                if k is None:
+                    counts["pairs_dropped_no_assistant_divergence"] += 1
+                    continue
+                row = {"chosen": a[: k + 1], "rejected": b[: k + 1]}
+            else:
+                row = {
+                    "prompt": encode_arguments(cg.prompt),
+                    "chosen": encode_arguments(cg.completion),
+                    "rejected": encode_arguments(cb.completion),
+                    "tools": _tools_json(tools),
+                }
+            yield row, [good.session_id, bad.session_id]
+
+
+def _kto(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
+    for s in selected:
+        if s.passed is None:
+            counts["skipped_unscored"] += 1
+            continue
+        conv = conversation(store.get(s.session_id))
+        _conv_counts(conv, counts)
+        if not _usable(conv, counts):
+            continue
+        if not conv.prompt:
+            counts["dropped_no_prompt"] += 1
+            continue
+        yield {
+            "prompt": encode_arguments(conv.prompt),
+            "completion": encode_arguments(conv.completion),
+            "label": bool(s.passed),
+            "tools": _tools_json(conv.tools),
+        }, [s.session_id]
+
+
+def _prompts(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
+    for task_id, group in sorted(_by_task(selected, counts).items()):
+        prompt: list[dict] | None = None
+        tools: list[dict] = []
+        used: list[str] = []
+        for s in group:
+            conv = conversation(store.get(s.session_id))
+            tools = _merge_tools(tools, conv.tools)
+            if prompt is None and conv.prompt_messages and any(m["role"] == "user" for m in conv.prompt_messages):
+                prompt = conv.prompt_messages
+            used.append(s.session_id)
+        if prompt is None:
+            counts["tasks_without_prompt"] += 1
+            continue
+        behaviour = group[0].behaviour
+        if minimind:
+            msgs = minimind_messages([*prompt, {"role": "assistant", "content": MINIMIND_PLACEHOLDER}], tools)
+            yield {"conversations": msgs, "gt": [task_id]}, used
+        else:
+            yield {"prompt": prompt, "task_id": task_id, "behaviour": behaviour}, used
+
+
+def _atif(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
+    for s in selected:
+        yield atif_document(store.get(s.session_id)), [s.session_id]
+
+
+def _instruction(traj) -> str | None:
+    for st in traj.steps:
+        if (st.source == "system" and st.extra.get("event") == "reset") or st.source == "user":
+            return st.message or None
+    return None
+
+
+def _suite(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
+    """A Port Daddy suite (``schemas.reward.PortDaddySuite``): one task per task variant, one attempt per
+    trajectory with its ``actions`` and, for command steps, ``artifacts`` (command, exit code, output);
+    ``finalState`` is the agent's final message (reported, never rewarded). Next to server or hook steps,
+    self-logged steps are left out, as in every export."""
+    groups = _by_task(selected, counts)
+    tasks, trajs, used = [], [], []
+    for task_id, group in sorted(groups.items()):
+        task: dict[str, Any] = {"id": task_id, "behaviour": group[0].behaviour, "split": group[0].split}
+        for s in group:
+            traj = store.get(s.session_id)
+            if "instruction" not in task and _instruction(traj):
+                task["instruction"] = _instruction(traj)
+            trusted = any(st.provenance in ("server", "hook") for st in traj.steps)
+            actions, artifacts = [], []
+            for st in traj.steps:
+                if trusted and st.provenance == "agent":
+                    continue
+                results = {r.source_call_id: r.content for r in (st.observation.results if st.observation else [])}
+                for c in st.tool_calls or []:
+                    actions.append({"tool": c.function_name, "args": c.arguments, "provenance": st.provenance,
+                                    "outcome": st.outcome})
+                    command = c.arguments.get("command") if isinstance(c.arguments.get("command"), str) else None
+                    if command is not None and c.tool_call_id in results:
+                        artifacts.append({"kind": "command", "command": command, "exitCode": st.exit_code,
+                                          "output": results[c.tool_call_id]})
+            trajs.append({
+                "taskId": task_id, "id": s.session_id, "sessionId": s.session_id, "agent": s.agent.name,
+                "actions": actions, "artifacts": artifacts, "finalState": s.final_message,
+                "reward": s.reward, "passed": s.passed,
+            })
+            used.append(s.session_id)
+        tasks.append(task)
+    if tasks:
+        yield {
+            "agent": "agent-rl-sandbox",
+            "rewardSpec": {},
+            "tasks": tasks,
+            "trajectories": trajs,
+            "unhooks": [],
+        }, used
+
+
+def _builder(fmt: str) -> Callable[..., Rows]:
+    return {
+        "sft": lambda *a: _sft(*a, minimind=False),
+        "minimind_sft": lambda *a: _sft(*a, minimind=True),
+        "dpo": lambda *a: _pairs(*a, minimind=False),
+        "minimind_dpo": lambda *a: _pairs(*a, minimind=True),
+        "kto": _kto,
+        "grpo": lambda *a: _prompts(*a, minimind=False),
+        "minimind_agentic": lambda *a: _prompts(*a, minimind=True),
+        "atif": _atif,
+        "suite": _suite,
+    }[fmt]
+
+
+# -- driver -------------------------------------------------------------------------------------
+def export_trajectories(
+    store: TrajectoryStore,
+    opts: ExportOptions,
+    out_root: Path,
+    *,
+    task_split: Callable[[str], str | None] | None = None,
+) -> ExportResult:
+    """Select, convert, redact and write one export under ``out_root/<export_id>/``.
+
+    ``task_split(task_id)`` gives a task's split in the current registry (``None`` if unknown); a task
+    held out there is held out here even if its trajectories were stored as ``train``.
+    Raises :class:`ActionError` for an unknown format, a held-out request on a training format, a
+    malformed time, or an export that would hold no rows (the message gives the counts).
+    """
+    info = FORMATS.get(opts.format)
+    if info is None:
+        raise ActionError(f"unknown export format {opts.format!r}", f"use one of {', '.join(FORMATS)}")
+    if info.training and (opts.include_heldout or opts.include_running):
+        raise ActionError(
+            f"{opts.format} is a training format: held-out and running trajectories never go into it",
+            "drop include_heldout/include_running, or export atif or suite for evaluation",
+        )
+    filters = opts.filters()
+    try:
+        for k in ("created_after", "created_before"):
+            if k in filters:
+                filters[k] = normalise_time(filters[k])
+    except ValueError as e:
+        raise ActionError(f"bad time: {e}", "pass ISO-8601 times such as 2026-11-29T12:00:00Z") from None
+    counts: Counter[str] = Counter()
+    selected: list[TrajectorySummary] = []
+    for s in store.iter_summaries(**filters):
+        counts["considered"] += 1
+        if s.status != "finished" and not opts.include_running:
+            counts["skipped_running"] += 1
+            continue
+        heldout = s.split == "heldout" or bool(task_split and s.task_id and task_split(s.task_id) == "heldout")
+        if heldout and not opts.include_heldout:
+            counts["skipped_heldout"] += 1
+            continue
+        selected.append(s)
+    counts["selected"] = len(selected)
+
+    export_id = new_id("exp")
+    directory = out_root / export_id
+    directory.mkdir(parents=True, exist_ok=False)
+    data_path = directory / info.file
+    tmp = directory / (info.file + ".tmp")
+    digest = hashlib.sha256()
+    redactions: Counter[str] = Counter()
+    rows = 0
+    sources: set[str] = set()
+    redactor = store.redactor
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for row, used in _builder(opts.format)(store, selected, opts, counts):
+                row, _ = redactor.value(row, redactions)
+                if opts.format == "suite":
+                    text = json.dumps(row, ensure_ascii=False, indent=2) + "\n"
+                else:
+                    text = json.dumps(row, ensure_ascii=False) + "\n"
+                f.write(text)
+                digest.update(text.encode("utf-8"))
+                rows += 1
+                sources.update(used)
+            f.flush()
+            os.fsync(f.fileno())
+        if rows == 0:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "no trajectories matched"
+            raise ActionError(
+                f"nothing to export as {opts.format} ({shown})",
+                "widen the filters (task_id, behaviour, agent_name, times), lower min_reward, or finish and score "
+                "more trajectories",
+            )
+        os.replace(tmp, data_path)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    file_sha = digest.hexdigest()
+    manifest = ExportManifest(
+        export_id=export_id,
+        format=opts.format,
+        created_at=utcnow(),
+        filters={**filters, "min_reward": opts.min_reward, "include_heldout": opts.include_heldout,
+                 "include_running": opts.include_running},
+        training=info.training,
+        files=[ExportFile(path=info.file, rows=rows, sha256=file_sha, kind=info.kind)],
+        rows=rows,
+        source_session_ids=sorted(sources),
+        counts=dict(sorted(counts.items())),
+        redactions=dict(redactions),
+        sha256=hashlib.sha256(f"{info.file} {file_sha}\n".encode()).hexdigest(),
+        notes=_notes(opts.format),
+    )
+    manifest_path = directory / "manifest.json"
+    manifest_path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return ExportResult(manifest=manifest, directory=directory, data_path=data_path, manifest_path=manifest_path)
+
+
+def _notes(fmt: str) -> list[str]:
+    notes = []
+    if fmt in ("sft", "dpo", "kto"):
+        notes.append("tools and tool-call arguments are JSON strings (Arrow-safe; TRL accepts both forms)")
+    if fmt not in ("atif", "suite"):
+        notes.append("sandbox tools are declared without sandbox_id: the training environment binds the sandbox")
+        notes.append("held-out task variants are never included in training formats")
+    return notes

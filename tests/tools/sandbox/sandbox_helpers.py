@@ -1,0 +1,78 @@
+"""Helpers shared by the sandbox tests (a module with a unique name, importable from each test file)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent_rl_sandbox.schemas.tools import SandboxExecInput, SandboxResetInput
+from agent_rl_sandbox.tools.sandbox import detect_isolation
+
+AUTO = detect_isolation("auto")
+HAS_BWRAP = AUTO.kind == "bwrap"
+IS_ROOT = os.geteuid() == 0
+IN_CI = os.environ.get("CI") == "true"
+
+requires_bwrap = pytest.mark.skipif(
+    not HAS_BWRAP and not IN_CI, reason="bubblewrap not installed (.ci/run installs it; CI must not skip)"
+)
+requires_root = pytest.mark.skipif(not IS_ROOT, reason="switching to a sandbox uid needs root")
+
+
+def write_task(
+    root: Path,
+    task_id: str = "user/demo",
+    *,
+    files: dict[str, str] | None = None,
+    verifier: str = "grep -q 42 answer.txt",
+    toml_extra: str = "",
+    limits: str = "",
+    reward: str | None = None,
+    oracle: str | None = None,
+    known_bad: str | None = None,
+) -> Path:
+    """Build a small, valid user task folder under ``root`` and return it."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "repo").mkdir(exist_ok=True)
+    for rel, text in (files or {"answer.txt": "0\n", "tests/test_answer.py": "def test_ok():\n    assert True\n"}).items():
+        p = root / "repo" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "test.sh").write_text(f"#!/usr/bin/env bash\nset -u\ncd \"$SANDBOX_REPO\" || exit 2\n{verifier}\n")
+    (root / "instruction.md").write_text("# Demo\n\nPut 42 in answer.txt.\n")
+    reward = reward or textwrap.dedent(
+        """
+        [reward]
+        aggregation = "all"
+        [[reward.criteria]]
+        id = "verifier_passes"
+        type = "verifier_exit_code"
+        """
+    )
+    (root / "task.toml").write_text(
+        f'id = "{task_id}"\nbehaviour = "demo"\n{toml_extra}\n'
+        + (f"[limits]\n{limits}\n" if limits else "")
+        + reward
+    )
+    if oracle is not None or known_bad is not None:
+        (root / "solution").mkdir(exist_ok=True)
+        (root / "solution" / "oracle.json").write_text(oracle or "{}")
+        (root / "solution" / "known_bad.json").write_text(known_bad or "{}")
+    return root
+
+
+def reset(services, task_id: str = "claim-before-edit"):
+    return services.sandbox.reset(SandboxResetInput(task_id=task_id, agent_name="test"))
+
+
+def run(services, sandbox_id: str, command: str, **kw):
+    return services.sandbox.exec(SandboxExecInput(sandbox_id=sandbox_id, command=command, **kw))
+
+
+def steps(services, sandbox_id: str):
+    row = services.store.sandbox(sandbox_id)
+    return services.store.get(row["session_id"]).steps

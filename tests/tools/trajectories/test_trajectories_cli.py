@@ -1,0 +1,32 @@
+"""``agent-rl-sandbox import`` and ``export``: reports with file and line, exit codes, validated output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from agent_rl_sandbox.cli import app
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "imports"
+
+
+def test_import_then_export_through_the_cli(tmp_path):
+    runner = CliRunner()
+    home = ["--home", str(tmp_path / "home")]
+    ok = runner.invoke(app, ["import", str(FIXTURES / "atif/openhands__hello-world.trajectory.json"), *home])
+    assert ok.exit_code == 0, ok.output
+    assert "1 trajectories, 6 steps" in ok.output and "1 calls without result" in ok.output
+    bad = runner.invoke(app, ["import", str(FIXTURES / "claude_code/session-7f3c1a52.jsonl"), "--json", *home])
+    assert bad.exit_code == 1
+    report = json.loads(bad.output)[0]
+    assert report["ok"] is False and report["format"] == "claude_code"
+    assert {p["line"] for p in report["problems"] if p["severity"] == "error"} == {18}
+    out = tmp_path / "out"
+    exported = runner.invoke(app, ["export", "sft", "--any-reward", "--out", str(out), "--json", *home])
+    assert exported.exit_code == 0, exported.output
+    manifest = json.loads(exported.output)
+    assert manifest["rows"] == 2 and (out / manifest["export_id"] / "sft.jsonl").exists()
+    refused = runner.invoke(app, ["export", "dpo", "--include-heldout", *home])
+    assert refused.exit_code == 1
