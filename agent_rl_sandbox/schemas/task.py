@@ -72,7 +72,9 @@ class TaskConfig(BaseModel):
     description: str = ""
     split: Literal["train", "heldout"] = "train"
     agent_timeout_seconds: float = Field(default=600.0, gt=0)
-    verifier_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
+    verifier_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    """Wall-time limit of the hidden verifier. The server also caps it at ``Settings.max_exec_seconds``
+    (45 s) so ``sandbox_finish`` returns before a client's ~60 s tool-call cutoff."""
     allow_internet: Literal[False] = False
     """Always false: sandboxes have no network. Kept explicit so a task cannot silently ask for it."""
     limits: Limits = Field(default_factory=Limits)

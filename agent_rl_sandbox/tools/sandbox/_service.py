@@ -800,7 +800,8 @@ class SandboxService:
                     "PYTHONPYCACHEPREFIX": verifier_pycache,
                 },
                 mounts=self._mounts([dirs["repo"], vlogs], [dirs["verifier"], agent_logs]),
-                wall_seconds=task.config.verifier_timeout_seconds,
+                # bounded like any command, so sandbox_finish returns within a client's ~60 s tool-call cutoff
+                wall_seconds=min(task.config.verifier_timeout_seconds, self.settings.max_exec_seconds),
                 uid=uid,
                 live=self.live,
             )
