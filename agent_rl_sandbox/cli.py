@@ -116,19 +116,25 @@ def tasks_check(
     home: HomeOpt = None,
 ) -> None:
     """Run each task's oracle (must pass) and known-bad script (must fail, scoring strictly lower)."""
-    import anyio
     from rich.console import Console
     from rich.table import Table
 
-    from agent_rl_sandbox.agents.check import check_tasks
+    from agent_rl_sandbox.tools.evals import direction_check
+    from agent_rl_sandbox.tools.services import Services
 
-    settings = _settings(home, task_dir)
-    rows = anyio.run(check_tasks, settings, task_ids or None)
+    services = Services.build(_settings(home, task_dir))
+    try:
+        unknown = [t for t in task_ids or [] if t not in services.sandbox.tasks]
+        if unknown:
+            typer.echo(f"unknown task(s) {unknown}; see `agent-rl-sandbox tasks list`", err=True)
+            raise typer.Exit(2)
+        rows = [direction_check(services, tid) for tid in task_ids or sorted(services.sandbox.tasks)]
+    finally:
+        services.close()
     table = Table("task", "oracle reward", "bad reward", "verdict", "problem")
     for r in rows:
-        table.add_row(
-            r.task_id, f"{r.oracle_reward:.3f}", f"{r.bad_reward:.3f}", "ok" if r.ok else "[red]FAIL[/red]", r.problem
-        )
+        verdict = "ok" if r.ok else "[red]FAIL[/red]"
+        table.add_row(r.task_id, f"{r.good_reward:.3f}", f"{r.bad_reward:.3f}", verdict, "; ".join(r.problems))
     Console().print(table)
     raise typer.Exit(0 if rows and all(r.ok for r in rows) else 1)
 
