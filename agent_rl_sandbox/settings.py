@@ -36,6 +36,9 @@ class Settings(BaseModel):
     database_url: str | None = None
     """SQLAlchemy URL; ``None`` means the SQLite file ``<home>/store.db``."""
     task_dirs: tuple[Path, ...] = ()
+    data_dirs: tuple[Path, ...] = ()
+    """Folders whose files the ``dataset_validate`` MCP tool may read, besides the server's working
+    folder at start-up and ``<home>/exports`` (``AGENT_RL_SANDBOX_DATA_DIRS``, ``os.pathsep``-separated)."""
     """Extra task folders searched after the built-in tasks."""
     isolation: Literal["auto", "bwrap", "none"] = "auto"
     """Command isolation: ``auto`` uses bubblewrap when installed, else a plain subprocess."""
@@ -58,6 +61,8 @@ class Settings(BaseModel):
             values["database_url"] = env["AGENT_RL_SANDBOX_DATABASE_URL"]
         if env.get("AGENT_RL_SANDBOX_TASK_DIRS"):
             values["task_dirs"] = tuple(Path(p) for p in env["AGENT_RL_SANDBOX_TASK_DIRS"].split(os.pathsep) if p)
+        if env.get("AGENT_RL_SANDBOX_DATA_DIRS"):
+            values["data_dirs"] = tuple(Path(p) for p in env["AGENT_RL_SANDBOX_DATA_DIRS"].split(os.pathsep) if p)
         if env.get("AGENT_RL_SANDBOX_ISOLATION"):
             values["isolation"] = env["AGENT_RL_SANDBOX_ISOLATION"]
         if env.get("AGENT_RL_SANDBOX_IDLE_SECONDS"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -248,11 +249,37 @@ def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[...
     return tool
 
 
+_PYDANTIC_URL = re.compile(r"\n?\s*For further information visit https://errors\.pydantic\.dev\S*")
+
+
+async def next_step_middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+    """Give the SDK's own tool errors (unknown tool, arguments failing the input schema, raised
+    before our tool code runs) a ``Next step:`` like every other error, and drop pydantic's URLs."""
+    result = await call_next(ctx)
+    if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
+        return result
+    for block in result.get("content") or []:
+        text = block.get("text") if isinstance(block, dict) else None
+        if not isinstance(text, str) or "Next step" in text:
+            continue
+        text = _PYDANTIC_URL.sub("", text).rstrip()
+        if text.startswith("Unknown tool"):
+            hint = "list the tools (tools/list) and call one of those names"
+        elif "validation error" in text:
+            hint = "fix the arguments named above to match the tool's input schema, then call again"
+        else:
+            hint = "read the message above; do not retry the same call unchanged"
+        block["text"] = f"{text}\nNext step: {hint}"
+    return result
+
+
 def build_server(settings: Settings | None = None, services: Services | None = None) -> MCPServer:
     """An ``MCPServer`` exposing every tool in :data:`TOOLS` over ``services`` (built from
     ``settings``, or from the environment, when not given)."""
     services = services or Services.build(settings)
-    server = MCPServer(name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS)
+    server = MCPServer(
+        name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS, middleware=[next_step_middleware]
+    )
     for spec in TOOLS:
         server.add_tool(
             _make_tool(spec, services.resolve(spec.impl)),

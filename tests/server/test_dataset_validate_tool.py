@@ -12,6 +12,8 @@ import pytest
 from mcp import Client
 
 from agent_rl_sandbox.server.app import build_server
+from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.services import Services
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "samples"
 
@@ -20,10 +22,18 @@ pytestmark = pytest.mark.anyio
 GOOD_ROW = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
 
 
-async def test_validate_inline_rows_and_file(services, tmp_path):
-    bad = tmp_path / "bad.jsonl"
+@pytest.fixture
+def data_services(tmp_path):
+    s = Services.build(Settings(home=tmp_path / "home", data_dirs=(tmp_path / "data",)))
+    yield s
+    s.close()
+
+
+async def test_validate_inline_rows_and_file(data_services, tmp_path):
+    (tmp_path / "data").mkdir()
+    bad = tmp_path / "data" / "bad.jsonl"
     bad.write_text(json.dumps(GOOD_ROW) + "\n" + '{"messages": [{"role": "user", "content": "x"}\n')
-    async with Client(build_server(services=services)) as client:
+    async with Client(build_server(services=data_services)) as client:
         schema = {t.name: t.output_schema for t in (await client.list_tools()).tools}["dataset_validate"]
         ok = await client.call_tool("dataset_validate", {"rows": [GOOD_ROW, GOOD_ROW | {"x": 1}]})
         assert not ok.is_error
@@ -34,12 +44,18 @@ async def test_validate_inline_rows_and_file(services, tmp_path):
         out = res.structured_content
         assert out["verdict"] == "errors"
         assert out["report"]["errors"][0]["line"] == 2
-        missing = await client.call_tool("dataset_validate", {"path": str(tmp_path / "nope.jsonl")})
+        missing = await client.call_tool("dataset_validate", {"path": str(tmp_path / "data" / "nope.jsonl")})
         assert missing.structured_content["verdict"] == "unreadable"
         both = await client.call_tool("dataset_validate", {"path": str(bad), "rows": [GOOD_ROW]})
         assert both.is_error and "exactly one" in both.content[0].text
         kind = await client.call_tool("dataset_validate", {"rows": [GOOD_ROW], "kind": "nonsense"})
         assert kind.is_error and "unknown kind" in kind.content[0].text
+        # the tool cannot be used to probe the host as the server's user
+        for outside in ("/etc/shadow", str(tmp_path / "home" / "store.db"), str(tmp_path / "data" / ".." / "x.jsonl")):
+            res = await client.call_tool("dataset_validate", {"path": outside})
+            assert res.is_error and "outside the folders this tool may read" in res.content[0].text, outside
+        leak = await client.call_tool("dataset_validate", {"rows": [GOOD_ROW], "eval_path": "/etc/passwd"})
+        assert leak.is_error
 
 
 def _validate_cli(*args: str) -> subprocess.CompletedProcess:

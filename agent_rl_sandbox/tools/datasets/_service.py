@@ -34,10 +34,26 @@ class DatasetValidateOutput(BaseModel):
 
 
 class DatasetService:
-    """Validates datasets for the MCP tool; full reports go under ``<home>/reports``."""
+    """Validates datasets for the MCP tool; full reports go under ``<home>/reports``. Paths are read
+    only under :attr:`allowed_roots` (the CLI ``validate`` command reads any path: a human runs it)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
+        self.allowed_roots = tuple(
+            dict.fromkeys(p.resolve() for p in (Path.cwd(), settings.home / "exports", *settings.data_dirs))
+        )
+        """Where the tool may read: an agent must not use it to probe the host as the server's user."""
+
+    def _allowed(self, raw: str, what: str) -> Path:
+        path = Path(raw).expanduser()
+        real = path.resolve() if path.is_absolute() else (Path.cwd() / path).resolve()
+        if not any(real == root or real.is_relative_to(root) for root in self.allowed_roots):
+            raise ActionError(
+                f"{what} {raw!r} is outside the folders this tool may read ({', '.join(map(str, self.allowed_roots))})",
+                "pass a file under one of them, pass the rows inline, or ask the operator to add its folder to "
+                "AGENT_RL_SANDBOX_DATA_DIRS",
+            )
+        return real
 
     def validate(self, inp: DatasetValidateInput) -> DatasetValidateOutput:
         """Validate ``inp.path`` or ``inp.rows`` (exactly one). Raises :class:`ActionError` for bad
@@ -50,9 +66,10 @@ class DatasetService:
         key = hashlib.sha256((inp.path or repr(inp.rows)).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         report_path = self.settings.reports_dir / f"validate-{key}.jsonl"
         common = dict(kind=inp.kind, max_errors=inp.max_errors, max_length=inp.max_length, report_path=report_path)
+        eval_path = self._allowed(inp.eval_path, "eval_path") if inp.eval_path is not None else None
         if inp.path is not None:
-            report = validate_file(Path(inp.path).expanduser(), eval_path=inp.eval_path, **common)
+            report = validate_file(self._allowed(inp.path, "path"), eval_path=eval_path, **common)
         else:
-            report = validate_rows(inp.rows or [], eval_path=inp.eval_path, **common)
+            report = validate_rows(inp.rows or [], eval_path=eval_path, **common)
         verdict = {0: "valid", 1: "errors", 2: "unreadable"}[report.exit_code]
         return DatasetValidateOutput(verdict=verdict, report=report)

@@ -174,13 +174,20 @@ def edited_paths(action: Action) -> tuple[str, ...]:
     return action.changed_paths
 
 
+BROAD_CLAIM = re.compile(r"^(\.|/|)$|^[*?]+$|^\*\*")
+"""Claims that name no particular file: the repo root, ``*``, ``**/...``. They cover nothing, so a
+policy cannot learn to satisfy claim-before-edit by claiming everything up front."""
+
+
 def covered(path: str, claims: list[str]) -> bool:
-    """True when ``path`` is covered by a claim: equal, under a claimed directory, or an fnmatch glob."""
+    """True when ``path`` is covered by a claim: equal, under a claimed directory, or an fnmatch glob.
+
+    Claims matching :data:`BROAD_CLAIM` (the repo root, ``*``, ``**...``) cover nothing."""
     path = _norm_path(path)
     for c in claims:
         c = _norm_path(c)
-        if c in (".", "", "/"):
-            return True
+        if BROAD_CLAIM.match(c):
+            continue
         if path == c or path.startswith(c + "/") or fnmatch.fnmatchcase(path, c):
             return True
     return False

@@ -1,9 +1,10 @@
 """Running one command inside a sandbox: isolation, resource limits, bounded output, cleanup.
 
-Isolation is bubblewrap when installed (read-only root, only the sandbox writable, tmpfs over
-``/tmp``, home folders, the store and task folders so hidden verifiers and host secrets are
-invisible, no network, own PID/IPC/UTS namespaces, die with parent, cleared environment) and
-otherwise a plain subprocess with the same limits and a cleared environment; :func:`detect_isolation`
+Isolation is bubblewrap when installed (an allow-list root: only the system folders of
+:data:`SYSTEM_PATHS` and the interpreter's prefixes, read-only, plus the sandbox's own folders, so
+other folders of the host, other copies of the project, home folders, the store and hidden
+verifiers are invisible; a fresh ``/tmp``, no network, own PID/IPC/UTS namespaces, die with parent,
+cleared environment) and otherwise a plain subprocess with the same limits and a cleared environment; :func:`detect_isolation`
 says which.
 
 When the server runs as root, every command also runs as an unprivileged per-sandbox uid (see
@@ -70,8 +71,10 @@ def describe_isolation(kind: str, switch_user: bool, why_not: str = "") -> str:
     )
     if kind == "bwrap":
         return (
-            "bubblewrap: read-only root, only the sandbox writable, no network, own PID namespace, "
-            f"host homes/store/tasks hidden, cleared environment with fake credentials only; {user}"
+            "bubblewrap: only system folders (/usr, /etc, /bin, /lib...) and the Python interpreter "
+            "visible, read-only; only the sandbox writable; rest of the host (homes, other projects, "
+            "store, task verifiers) absent; no network, own PID namespace, cleared environment with "
+            f"fake credentials only; {user}"
         )
     return (
         "none (plain subprocess): cleared environment with fake credentials only and resource limits; "
@@ -95,7 +98,7 @@ def detect_isolation(mode: str = "auto") -> Isolation:
     if mode != "none":
         path = shutil.which("bwrap")
         if path is not None:
-            base = [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc"]
+            base = [path, *system_args(), "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc"]
             if _probe([*base, "true"]).returncode == 0:
                 switch, why = False, "not root: cannot switch to a sandbox uid; the process limit counts all of its processes"
                 if root and setpriv:
@@ -247,9 +250,28 @@ Mount = tuple[str, Path]
 folder can be hidden and a sub-folder of it bound back."""
 
 
+SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""The host folders a bubblewrap sandbox sees (read-only); everything else of the host is absent
+except the interpreter (:func:`python_mounts`) and the folders the caller binds."""
+
+
+def system_args() -> list[str]:
+    """bubblewrap arguments that build the sandbox root from :data:`SYSTEM_PATHS`: a symlink (the
+    merged-``/usr`` ``/bin -> usr/bin``) is recreated as the same symlink, a folder bound
+    read-only, a missing one skipped."""
+    args: list[str] = []
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
 def python_mounts() -> list[Mount]:
-    """Read-only binds that keep this interpreter usable when home folders are hidden (a venv's
-    ``python`` is often a symlink into ``~/.pyenv`` or similar)."""
+    """Read-only binds that make this interpreter usable in the sandbox: its prefixes and the real
+    folder of ``sys.executable`` (a venv's ``python`` is often a symlink into ``~/.pyenv`` or
+    similar). Only these folders are bound, never the home or checkout above them."""
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent}
     return [("ro", p) for p in sorted(paths) if p.exists()]
 
@@ -259,41 +281,52 @@ def build_argv(
 ) -> list[str]:
     """The argv that runs ``command`` with ``bash -c`` under ``isolation``.
 
-    Under bubblewrap: read-only root, fresh ``/dev``, ``/proc`` and ``/tmp`` (mode 1777), then
-    ``mounts`` in order (folders bubblewrap creates inside a tmpfs get mode 0755 so the sandbox uid
-    can reach the binds), new net/PID/IPC/UTS namespaces, a new session, die-with-parent, a cleared
-    environment set to ``env``, and with ``uid`` a ``setpriv`` switch to that uid/gid with no
-    supplementary groups or capabilities. Without bubblewrap the command runs as is (the uid
-    switch then happens in :func:`run_command`).
+    Under bubblewrap the root is an empty tmpfs holding only :data:`SYSTEM_PATHS` (read-only, or
+    recreated symlinks), fresh ``/dev`` and ``/proc``, empty ``/tmp`` and ``/var/tmp`` (mode 1777),
+    then the interpreter (:func:`python_mounts`) and ``mounts``, in order. Folders bubblewrap must
+    create for a mount point get mode 0755 so the sandbox uid can reach the binds; a ``tmpfs``
+    mount is skipped where nothing of the host is visible at or below it (it would only create an
+    empty folder that names a hidden path). Then new net/PID/IPC/UTS namespaces, a new session,
+    die-with-parent, a cleared environment set to ``env``, and with ``uid`` a ``setpriv`` switch to
+    that uid/gid with no supplementary groups or capabilities. Without bubblewrap the command runs
+    as is (the uid switch then happens in :func:`run_command`).
     """
     inner = ["/bin/bash", "--noprofile", "--norc", "-c", command]
     if isolation.kind != "bwrap":
         return inner
-    argv = [isolation.bwrap_path or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--perms", "1777", "--tmpfs", "/tmp"]
-    tmpfs_points: list[Path] = [Path("/tmp")]
+    argv = [isolation.bwrap_path or "bwrap", *system_args(), "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
+    # What each path shows, latest mount first wins: "ro"/"rw" the host's files, "tmpfs" nothing.
+    layers: list[tuple[str, Path]] = [("tmpfs", Path("/"))]
+    layers += [("ro", Path(p)) for p in SYSTEM_PATHS if os.path.lexists(p)]
+    layers += [("tmpfs", Path(p)) for p in ("/dev", "/proc", "/tmp", "/var/tmp")]
     made: set[Path] = set()
+
+    def cover(p: Path) -> tuple[str, Path]:
+        return next(layer for layer in reversed(layers) if p.is_relative_to(layer[1]))
 
     def make_parents(p: Path) -> None:
         for a in reversed(p.parents):
-            if a in made or not any(a != t and a.is_relative_to(t) for t in tmpfs_points):
+            kind, at = cover(a)
+            if a in made or kind != "tmpfs" or a == at:
                 continue
             argv.extend(["--perms", "0755", "--dir", str(a)])
             made.add(a)
 
     flag = {"ro": "--ro-bind", "rw": "--bind"}
-    for op, path in mounts:
+    for op, path in [*python_mounts(), *mounts]:
         path = Path(path)
         if op == "tmpfs":
-            if not path.exists():
+            shown = cover(path)[0] != "tmpfs" or any(k != "tmpfs" and q.is_relative_to(path) for k, q in layers)
+            if not path.exists() or not shown:
                 continue
             make_parents(path)
             argv += ["--perms", "0755", "--tmpfs", str(path)]
-            tmpfs_points.append(path)
-            made.add(path)
+            made.difference_update({m for m in made if m.is_relative_to(path)})
         else:
             make_parents(path)
             argv += [flag[op], str(path), str(path)]
+        layers.append((op, path))
     argv += [
         "--unshare-net",
         "--unshare-pid",

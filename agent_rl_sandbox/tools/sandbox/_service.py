@@ -62,7 +62,7 @@ from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, 
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
-from agent_rl_sandbox.tools.evals._actions import actions_of, covered, edited_paths
+from agent_rl_sandbox.tools.evals._actions import BROAD_CLAIM, actions_of, covered, edited_paths
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
@@ -78,6 +78,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     sandbox_uid,
 )
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
+from agent_rl_sandbox.tools.sandbox._verifier import cross_check
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore, new_id
 
 log = logging.getLogger(__name__)
@@ -224,16 +225,16 @@ class SandboxService:
             return self._locks.setdefault(sandbox_id, threading.Lock())
 
     def _mounts(self, rw: list[Path], ro: list[Path] = ()) -> list[Mount]:
-        """Mounts for one command: hide host homes (real credentials) and ``/run`` (sockets of
-        local services, which a network namespace does not cut), bind the interpreter back, hide
-        task folders (hidden verifiers) and the store, then bind ``ro`` and ``rw`` folders."""
-        homes = [Path("/root"), Path("/home"), Path.home(), Path("/run")]
-        if Path("/var/run").is_dir() and not Path("/var/run").is_symlink():
-            homes.append(Path("/var/run"))
+        """Mounts for one command, on top of the runner's allow-list (system folders and the
+        interpreter, read-only; homes, ``/run`` and the rest of the host are never mounted): hide
+        task folders (hidden verifiers) and the store where they lie inside a mounted folder (a
+        non-editable install puts the built-in tasks in site-packages, and the store may live in a
+        venv), then bind ``ro`` and ``rw`` folders."""
         secret = [BUILTIN_TASKS_DIR, self.settings.home, *self.settings.task_dirs]
-        mounts: list[Mount] = [("tmpfs", p.resolve()) for p in dict.fromkeys(homes)]
-        mounts += python_mounts()
-        mounts += [("tmpfs", p.resolve()) for p in secret]
+        # other installed copies of this package in the visible interpreters carry the verifiers too
+        prefixes = [p for _, p in python_mounts()] + [Path("/usr"), Path("/usr/local")]
+        secret += [t for p in prefixes for t in p.glob("lib*/python3*/*-packages/agent_rl_sandbox/tasks")]
+        mounts: list[Mount] = [("tmpfs", p.resolve()) for p in dict.fromkeys(secret)]
         mounts += [("ro", p) for p in ro] + [("rw", p) for p in rw]
         return mounts
 
@@ -489,6 +490,10 @@ class SandboxService:
         self._check_tool(row, task, "sandbox_exec", args)
         if not inp.command.strip():
             raise self._refuse(row, "sandbox_exec", args, ActionError("empty command", "pass a shell command to run"))
+        if "\0" in inp.command:
+            raise self._refuse(
+                row, "sandbox_exec", args, ActionError("command contains a NUL byte", "remove the NUL byte; use printf '\\0' to produce one")
+            )
         for pat in task.config.tools.forbidden_command_patterns:
             if re.search(pat, inp.command):
                 raise self._refuse(
@@ -590,11 +595,12 @@ class SandboxService:
                 fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             except OSError as e:
                 raise self._refuse(row, tool, args, ActionError(f"{inp.path}: cannot open: {e.strerror}", "read a regular file inside the repo")) from None
+            st = os.fstat(fd)  # before fdopen, which raises IsADirectoryError on a folder
+            if not stat.S_ISREG(st.st_mode):
+                os.close(fd)
+                kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
+                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is {kind}, not a regular file; refused", "read a regular file; use sandbox_exec `ls` for folders"))
             with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
-                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is {kind}, not a regular file; refused", "read a regular file; use sandbox_exec `ls` for folders"))
                 f.seek(inp.offset)
                 data = f.read(inp.max_bytes)
             self._touch(inp.sandbox_id)
@@ -674,7 +680,18 @@ class SandboxService:
         rels = []
         for p in inp.paths:
             target = self._resolve(row, "sandbox_claim", args, dirs["repo"], p, for_write=True)
-            rels.append(str(target.relative_to(dirs["repo"].resolve())))
+            rel = str(target.relative_to(dirs["repo"].resolve()))
+            if BROAD_CLAIM.match(rel) or any(ch in p for ch in "*?["):
+                raise self._refuse(
+                    row,
+                    "sandbox_claim",
+                    args,
+                    ActionError(
+                        f"claim {p!r} names no particular file (the repo root and glob patterns are refused)",
+                        "claim the specific files or folders you are about to edit",
+                    ),
+                )
+            rels.append(rel)
         with self._lock(inp.sandbox_id):
             claims = list(dict.fromkeys(self.store.sandbox(inp.sandbox_id)["claims"] + rels))
             self.store.update_sandbox(inp.sandbox_id, claims=claims)
@@ -809,6 +826,9 @@ class SandboxService:
             verifier_exit = None if res.limit_hit in ("wall_time", "output") else res.exit_code
             if res.limit_hit:
                 verifier_out += f"\n[verifier hit its {res.limit_hit} limit]"
+            verifier_exit, overruled = cross_check(verifier_exit, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
+            if overruled:
+                verifier_out += f"\n[{overruled}]"
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"

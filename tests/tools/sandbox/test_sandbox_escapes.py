@@ -10,15 +10,18 @@ secrets. A canary file outside the sandbox must stay byte-identical throughout.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 from sandbox_helpers import IS_ROOT, requires_root, reset, run, steps, write_task
 
+import agent_rl_sandbox
 from agent_rl_sandbox.schemas.tools import (
     SandboxClaimInput,
     SandboxFinishInput,
@@ -29,7 +32,7 @@ from agent_rl_sandbox.schemas.tools import (
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
-from agent_rl_sandbox.tools.sandbox._runner import CUT_MARKER, pids_of_uid
+from agent_rl_sandbox.tools.sandbox._runner import CUT_MARKER, pids_of_uid, python_mounts
 from agent_rl_sandbox.tools.services import Services
 
 
@@ -218,6 +221,62 @@ def test_host_environment_and_secret_folders_are_invisible(bwrap_services, monke
     listing = run(bwrap_services, sid, f"ls -A /root /home {BUILTIN_TASKS_DIR}; ls -A {home}/sandboxes").stdout
     assert "claim-before-edit" not in listing
     assert listing.count("sbx_") == 1, listing  # only its own sandbox folder, as a mount point
+
+
+def test_only_system_folders_and_the_interpreter_are_visible(bwrap_services):
+    """Another copy of the project anywhere on the host (here a decoy hidden verifier under /srv and
+    /opt, and this checkout itself) is neither readable nor listable; the tools still work."""
+    hidden = "claim-before-edit/tests/test_hidden.py"
+    decoys = []
+    for top in (Path("/srv"), Path("/opt")):
+        if not os.access(top, os.W_OK):
+            continue
+        d = top / f"ars-decoy-{uuid.uuid4().hex[:8]}"
+        (d / "tasks" / hidden).parent.mkdir(parents=True)
+        (d / "tasks" / hidden).write_text("DECOY_HIDDEN_VERIFIER = 1\n")
+        decoys.append(d)
+    checkout = Path(agent_rl_sandbox.__file__).resolve().parents[1]
+    prefixes = [p for _, p in python_mounts()]
+    try:
+        sid = reset(bwrap_services).sandbox_id
+        paths = " ".join(f"{d} {d}/tasks/{hidden}" for d in decoys)
+        res = run(
+            bwrap_services, sid,
+            f"cat {paths}; ls -AR {' '.join(str(d) for d in decoys)}; grep -rs DECOY_HIDDEN / --include=*.py -l "
+            f"--exclude-dir=proc --exclude-dir=usr; cat {checkout}/pyproject.toml {BUILTIN_TASKS_DIR.parent}/__init__.py",
+        )
+        assert "DECOY" not in res.stdout and "ars-decoy" not in res.stdout, res.stdout
+        assert "agent_rl_sandbox" not in res.stdout and "[project]" not in res.stdout
+        for d in decoys:
+            assert run(bwrap_services, sid, f"test -e {d} || test -e {d.parent}").exit_code == 1
+        # the checkout holding the package is absent, apart from the folders that lead to a prefix
+        ls = run(bwrap_services, sid, f"ls -A {checkout}")
+        leading = {p.relative_to(checkout).parts[0] for p in prefixes if p.is_relative_to(checkout) and p != checkout}
+        assert set(ls.stdout.split()) <= leading, ls.stdout
+        assert "agent_rl_sandbox" not in ls.stdout
+        # the root holds only the allow-list, the interpreter's and the store's leading folders
+        allowed = {"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "dev", "proc", "tmp", "var"}
+        allowed |= {p.parts[1] for p in [*prefixes, bwrap_services.settings.home.resolve()] if len(p.parts) > 1}
+        root = run(bwrap_services, sid, "ls -A /").stdout.split()
+        assert set(root) <= allowed and "usr" in root, root
+        for gone in ("srv", "opt", "mnt", "home", "run", "container_info.json", ".dockerenv"):
+            assert gone not in root or gone in allowed
+        # the tools a task needs still work
+        tools = run(
+            bwrap_services, sid,
+            "set -e; python -c 'import sys; print(\"py\", sys.version_info[0])'; python -m pytest --version; "
+            "git --version; g=$(mktemp -d); git -C $g init -q; git -C $g -c user.name=a -c user.email=a@b "
+            "commit -q --allow-empty -m x; git -C $g log --oneline | wc -l; "
+            "echo $BASH_VERSION | cut -c1; printf 'b\\na\\n' | sort | head -1; echo hi | sha256sum | cut -c1-8; "
+            "ls /usr/bin/env; echo tmp > /var/tmp/x && cat /var/tmp/x",
+        )
+        assert tools.exit_code == 0, tools.stdout + tools.stderr
+        lines = [line.strip() for line in tools.stdout.splitlines()]
+        assert lines[0] == "py 3" and lines[1].startswith("pytest ") and lines[2].startswith("git version"), lines
+        assert lines[3:] == ["1", lines[4], "a", "98ea6e4f", "/usr/bin/env", "tmp"] and lines[4].isdigit(), lines
+    finally:
+        for d in decoys:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @requires_root

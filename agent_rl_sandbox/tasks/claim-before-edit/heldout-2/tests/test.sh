@@ -6,7 +6,7 @@
 # repo's config and conftest.py out of the run.
 set -u
 cd "$SANDBOX_REPO" || exit 2
-python -m pytest -q -p no:cacheprovider --noconftest -o pythonpath="$SANDBOX_REPO" -c "$VERIFIER_DIR/pytest.ini" --rootdir "$VERIFIER_DIR" "$VERIFIER_DIR/test_hidden.py"
+python -m pytest -q -p no:cacheprovider --noconftest -o pythonpath="$SANDBOX_REPO" --junitxml "$VERIFIER_LOGS/junit.xml" -c "$VERIFIER_DIR/pytest.ini" --rootdir "$VERIFIER_DIR" "$VERIFIER_DIR/test_hidden.py"
 tests=$?
 python "$VERIFIER_DIR/check_claims.py" "$ACTIONS_FILE"
 check=$?

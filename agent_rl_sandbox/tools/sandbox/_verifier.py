@@ -1,0 +1,77 @@
+"""Cross-checking a verifier's exit code against its JUnit XML report.
+
+The hidden tests import the agent's code into the verifier's own Python process, so that code can
+rewrite the process's exit status (an ``atexit`` hook calling ``os._exit(0)``) or pytest's terminal
+summary. pytest writes ``--junitxml`` at session end, before exit hooks run, so a verifier whose
+``test.sh`` asks for ``--junitxml "$VERIFIER_LOGS/junit.xml"`` gets a second, independent record of
+the outcome. A zero exit code counts only when that record exists and shows at least one test and
+no failure, error or skip (hidden tests never skip; a module-level skip raised from agent code would
+otherwise turn every test into a pass). Code that forges the JUnit file itself is not caught here.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_JUNIT_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class JUnitCounts:
+    """Totals over every ``<testsuite>`` of a JUnit XML file."""
+
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+
+
+def read_junit(path: Path) -> JUnitCounts | str:
+    """Totals of the JUnit XML at ``path``, or a reason string when it is missing or unreadable."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return f"{path.name} was not written"
+    if size > MAX_JUNIT_BYTES:
+        return f"{path.name} is {size} bytes, over the {MAX_JUNIT_BYTES}-byte limit"
+    try:
+        root = ET.fromstring(path.read_bytes())
+    except (ET.ParseError, OSError, ValueError) as e:
+        return f"{path.name} is not valid XML: {e}"
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    if not suites:
+        return f"{path.name} holds no <testsuite>"
+    totals = [0, 0, 0, 0]
+    try:
+        for s in suites:
+            for i, key in enumerate(("tests", "failures", "errors", "skipped")):
+                totals[i] += int(s.get(key, "0"))
+    except ValueError as e:
+        return f"{path.name} has a non-numeric count: {e}"
+    return JUnitCounts(*totals)
+
+
+def cross_check(exit_code: int | None, verifier_script: Path, junit_path: Path) -> tuple[int | None, str | None]:
+    """The exit code to trust, and a note when it was overruled.
+
+    Applies only when ``verifier_script`` asks pytest for ``--junitxml``; a non-zero or missing exit
+    code is never turned into a pass. Returns ``(1, reason)`` when a zero exit is contradicted."""
+    if exit_code != 0:
+        return exit_code, None
+    try:
+        wants_junit = "--junitxml" in verifier_script.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return exit_code, None
+    if not wants_junit:
+        return exit_code, None
+    counts = read_junit(junit_path)
+    if isinstance(counts, str):
+        return 1, f"verifier exited 0 but {counts}: treated as a failure"
+    if counts.tests == 0 or counts.failures or counts.errors or counts.skipped:
+        return 1, (
+            f"verifier exited 0 but its JUnit report shows {counts.tests} tests, {counts.failures} failed, "
+            f"{counts.errors} errors, {counts.skipped} skipped: treated as a failure (tampering suspected)"
+        )
+    return 0, None
