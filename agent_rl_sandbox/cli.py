@@ -74,19 +74,32 @@ def demo(
 
 
 @tasks_app.command("list")
-def tasks_list(task_dir: TaskDirOpt = None) -> None:
-    """List every task (built-in and from --task-dir); report folders that failed to load."""
-    from rich.console import Console
+def tasks_list(
+    task_dir: TaskDirOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the tasks (and load problems) as JSON.")] = False,
+) -> None:
+    """List every task (built-in and from --task-dir); report folders that failed to load (exit 1)."""
     from rich.table import Table
 
     from agent_rl_sandbox.tools.sandbox import discover_tasks
 
     settings = _settings(task_dirs=task_dir)
     found, problems = discover_tasks(settings.task_dirs)
+    tasks = sorted(found.values(), key=lambda t: t.id)
+    if as_json:
+        rows = [
+            {"id": t.id, "behaviour": t.config.behaviour, "split": t.config.split, "description": t.config.description,
+             "root": str(t.root)}
+            for t in tasks
+        ]
+        typer.echo(json.dumps({"tasks": rows, "problems": [str(p) for p in problems]}, indent=2))
+        raise typer.Exit(1 if problems else 0)
     table = Table("id", "behaviour", "split", "description")
-    for t in sorted(found.values(), key=lambda t: t.id):
+    table.columns[0].no_wrap, table.columns[0].overflow = True, "fold"  # never cut an id
+    table.columns[1].overflow = "fold"
+    for t in tasks:
         table.add_row(t.id, t.config.behaviour, t.config.split, t.config.description)
-    console = Console()
+    console = _table_console()
     console.print(table)
     for p in problems:
         console.print(f"[red]problem:[/red] {p}")
@@ -115,14 +128,23 @@ def tasks_check(
     task_dir: TaskDirOpt = None,
     home: HomeOpt = None,
 ) -> None:
-    """Run each task's oracle (must pass) and known-bad script (must fail, scoring strictly lower)."""
+    """Run each task's oracle (must pass) and known-bad script (must fail, scoring strictly lower).
+
+    The scripted runs go to a throwaway store unless --home is given, so they never mix with real
+    trajectories (and never reach a training export or a gate)."""
+    import tempfile
+
     from rich.console import Console
     from rich.table import Table
 
     from agent_rl_sandbox.tools.evals import direction_check
     from agent_rl_sandbox.tools.services import Services
 
-    services = Services.build(_settings(home, task_dir))
+    scratch = tempfile.TemporaryDirectory(prefix="ars-tasks-check-") if home is None else None
+    settings = _settings(Path(scratch.name) if scratch else home, task_dir)
+    if scratch is not None:
+        settings = settings.model_copy(update={"database_url": None})
+    services = Services.build(settings)
     try:
         unknown = [t for t in task_ids or [] if t not in services.sandbox.tasks]
         if unknown:
@@ -131,6 +153,8 @@ def tasks_check(
         rows = [direction_check(services, tid) for tid in task_ids or sorted(services.sandbox.tasks)]
     finally:
         services.close()
+        if scratch is not None:
+            scratch.cleanup()
     table = Table("task", "oracle reward", "bad reward", "verdict", "problem")
     for r in rows:
         verdict = "ok" if r.ok else "[red]FAIL[/red]"
@@ -277,6 +301,138 @@ def export_cmd(
     raise typer.Exit(code)
 
 
+trajectories_app = typer.Typer(no_args_is_help=True, help="List and show stored trajectories.")
+app.add_typer(trajectories_app, name="trajectories")
+
+
+def _table_console():
+    """A rich Console for tables: the terminal's width, or a generous one when piped (so nothing is cut)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, 200))
+
+
+def _short(value, limit: int = 60) -> str:
+    """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt_opt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+@trajectories_app.command("list")
+def trajectories_list(
+    task: Annotated[str | None, typer.Option("--task", help="Only this task id.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent name.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Most trajectories to list (newest first).")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """List stored trajectories, newest first: id, task, agent, status, steps, reward, passed."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from agent_rl_sandbox.schemas.tools import TrajectoryListOutput
+    from agent_rl_sandbox.tools.services import Services
+
+    services = Services.build(_settings(home))
+    try:
+        rows, total = services.store.list(task_id=task, agent_name=agent, limit=limit, offset=0)
+    finally:
+        services.close()
+    if as_json:
+        out = TrajectoryListOutput(trajectories=rows, total=total, next_offset=len(rows) if len(rows) < total else None)
+        typer.echo(out.model_dump_json(indent=2))
+        raise typer.Exit(0)
+    if not rows:
+        which = ", ".join(f"{k} {v!r}" for k, v in (("task", task), ("agent", agent)) if v)
+        typer.echo(f"no trajectories{' match ' + which if which else ' in the store'}")
+        raise typer.Exit(0)
+    table = Table(title="trajectories", caption=f"{len(rows)} of {total}" + ("; --limit N for more" if len(rows) < total else ""))
+    table.add_column("session", no_wrap=True, overflow="fold")
+    table.add_column("task", no_wrap=True, overflow="fold")
+    for name in ("agent", "status", "steps", "reward", "passed", "self-report only", "created"):
+        table.add_column(name, justify="right" if name in ("steps", "reward") else "left")
+    for s in rows:
+        table.add_row(
+            s.session_id, Text(s.task_id or "-"), Text(s.agent.name), s.status, str(s.step_count), _fmt_opt(s.reward),
+            _fmt_opt(s.passed), _fmt_opt(s.self_report_only), s.created_at,
+        )
+    _table_console().print(table)
+
+
+@trajectories_app.command("show")
+def trajectories_show(
+    session_id: Annotated[str, typer.Argument(help="Trajectory id (see `agent-rl-sandbox trajectories list`).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory (ATIF-shaped JSON).")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Print a trajectory: its summary and a table of its steps. Exit 2 for an unknown id."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from agent_rl_sandbox.tools.errors import ActionError
+    from agent_rl_sandbox.tools.services import Services
+
+    services = Services.build(_settings(home))
+    try:
+        traj = services.store.get(session_id)
+    except ActionError as e:
+        typer.echo(f"error: {e.message}; `agent-rl-sandbox trajectories list` shows the stored ids", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        services.close()
+    if as_json:
+        typer.echo(traj.model_dump_json(indent=2, exclude_none=True))
+        raise typer.Exit(0)
+    console = _table_console()
+    summary = Table(title=f"trajectory {traj.session_id}", show_header=False)
+    summary.add_column("field", no_wrap=True)
+    summary.add_column("value", overflow="fold")
+    agent = traj.agent.name + (f" ({traj.agent.model_name})" if traj.agent.model_name else "")
+    for key, value in (
+        ("session", traj.session_id), ("task", traj.task_id), ("behaviour", traj.behaviour), ("split", traj.split),
+        ("agent", agent), ("origin", traj.origin), ("sandbox", traj.sandbox_id), ("status", traj.status),
+        ("created", traj.created_at), ("finished", traj.finished_at), ("steps", len(traj.steps)),
+        ("reward", traj.reward), ("passed", traj.passed), ("self_report_only", traj.self_report_only),
+        ("final message", traj.final_message),
+    ):
+        summary.add_row(key, Text(_fmt_opt(value)))  # Text: stored content is never read as markup
+    console.print(summary)
+    steps = Table(title="steps")
+    steps.add_column("step", no_wrap=True, justify="right")
+    steps.add_column("provenance", no_wrap=True)
+    steps.add_column("tool", no_wrap=True, overflow="fold")
+    steps.add_column("args", overflow="fold")
+    steps.add_column("outcome", no_wrap=True)
+    steps.add_column("exit", justify="right")
+    steps.add_column("observation", overflow="fold")
+    for s in traj.steps:
+        results = s.observation.results if s.observation else []
+        exit_code = "-" if s.exit_code is None else str(s.exit_code)
+        if not s.tool_calls:
+            steps.add_row(str(s.step_id), s.provenance, f"({s.source} message)", "", s.outcome, exit_code, Text(_short(s.message)))
+            continue
+        for c in s.tool_calls:
+            res = next((r for r in results if r.source_call_id == c.tool_call_id), results[0] if len(s.tool_calls) == 1 and results else None)
+            args = ", ".join(f"{k}={_short(v, 40)}" for k, v in c.arguments.items())
+            steps.add_row(
+                str(s.step_id), s.provenance, Text(c.function_name), Text(_short(args, 80)), s.outcome, exit_code,
+                Text(_short((res.content or "") if res else "")),
+            )
+    console.print(steps)
+
+
 @app.command("validate")
 def validate_cmd(
     files: Annotated[list[Path], typer.Argument(help="JSONL or JSON files to validate.")],
@@ -324,9 +480,27 @@ def validate_cmd(
     raise typer.Exit(max((r.exit_code for r in reports), default=2))
 
 
-def main() -> None:  # pragma: no cover - console entry
+def main() -> None:
+    """Console entry: runs the CLI; an error the user can act on (unknown task, unreachable or
+    malformed database URL) becomes one line on stderr and exit code 2, never a traceback."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    app()
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from agent_rl_sandbox.tools.errors import ActionError
+
+    try:
+        app()
+    except ActionError as e:
+        typer.echo(f"error: {e.agent_text()}", err=True)
+        sys.exit(2)
+    except (ArgumentError, SQLAlchemyError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        typer.echo(
+            f"error: cannot open the store: {first}. Next step: check AGENT_RL_SANDBOX_DATABASE_URL "
+            "(e.g. postgresql+psycopg://user@host/db) or unset it to use the SQLite file in AGENT_RL_SANDBOX_HOME",
+            err=True,
+        )
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,7 +1,9 @@
 """``agent-rl-sandbox score PATH [--gate NAME] [--json]``: score, render, and gate for CI.
 
 Exit status: 0 scored (and the named gate passed), 1 the named gate failed, 2 the input could not
-be read or is invalid (the message says which file and JSON path, and what to do).
+be read or is invalid (the message says which file and JSON path, and what to do). Nothing scored
+(every file invalid, no stored trajectory matching) and a named ``store:ID`` that cannot be scored
+are invalid input too.
 """
 
 from __future__ import annotations
@@ -82,6 +84,31 @@ def render_verdict(v: GateVerdict, console: Any) -> None:
     console.print(t)
 
 
+_LIST_HINT = "`agent-rl-sandbox trajectories list` shows the stored trajectories (--task, --agent)"
+
+
+def _check_store_report(report: EvalReport, path: str, task_id: str | None) -> None:
+    """Raise :class:`EvalInputError` when a store input scored nothing, or a session named in
+    ``store:ID,ID`` could not be scored (unknown, still running): that is bad input, not a score."""
+    named = [s for s in path.removeprefix("store").removeprefix(":").split(",") if s]
+    problems = "; ".join(f"{p.source}: {p.message}" for p in report.problems[:5])
+    more = f" (+{len(report.problems) - 5} more)" if len(report.problems) > 5 else ""
+    if named and report.problems:
+        n, of = len(report.problems), len(set(named))
+        raise EvalInputError(
+            f"{n} of {of} named trajector{'y' if of == 1 else 'ies'} could not be scored: {problems}{more}",
+            f"check the ids: {_LIST_HINT}; only finished trajectories can be scored",
+        )
+    if report.stats.trajectories == 0:
+        where = f"match task {task_id!r}" if task_id else "are in the store"
+        if report.problems:
+            raise EvalInputError(f"no trajectory could be scored: {problems}{more}", _LIST_HINT)
+        raise EvalInputError(
+            f"no finished trajectories {where} ({report.source}): nothing was scored",
+            f"{_LIST_HINT}; finish an episode with sandbox_finish, or import trajectories with `agent-rl-sandbox import`",
+        )
+
+
 def run_score(
     settings: Settings,
     path: str,
@@ -117,6 +144,8 @@ def run_score(
 
             tasks = discover_tasks(settings.task_dirs)[0]
         report = score_path(path, services=services, spec=spec_obj, tasks=tasks, task_id=task_id)
+        if is_store:
+            _check_store_report(report, path, task_id)
         if unhooks is not None:
             extra = count_validated(load_unhooks(unhooks))
             report = report.model_copy(update={"stats": report.stats.model_copy(update={"validated_unhooks": report.stats.validated_unhooks + extra})})
@@ -127,10 +156,10 @@ def run_score(
         if out is not None:
             out.write_text(text, encoding="utf-8")
     except ActionError as e:  # EvalInputError, store errors: the input is the problem
-        err.print(f"error: {e.agent_text()}", highlight=False, markup=False)
+        err.print(f"error: {e.agent_text()}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     except OSError as e:  # --out not writable
-        err.print(f"error: cannot write {out}: {e.strerror or e}", highlight=False, markup=False)
+        err.print(f"error: cannot write {out}: {e.strerror or e}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
     finally:
         if services is not None:

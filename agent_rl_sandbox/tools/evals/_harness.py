@@ -22,7 +22,14 @@ from agent_rl_sandbox.schemas.reward import (
 )
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_atif
-from agent_rl_sandbox.tools.evals._inputs import EvalInputError, parse_json, read_bytes, validate
+from agent_rl_sandbox.tools.evals._inputs import (
+    JSONL_SUFFIXES,
+    EvalInputError,
+    parse_json,
+    parse_json_or_lines,
+    read_bytes,
+    validate,
+)
 from agent_rl_sandbox.tools.evals._port_daddy import score_suite
 from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
 from agent_rl_sandbox.tools.evals._scoring import score_trajectory
@@ -60,45 +67,98 @@ def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None
 
 
 def score_atif(path: Path, *, spec: RewardSpec | None = None, tasks: dict | None = None, task_id: str | None = None) -> EvalReport:
-    """Score one ATIF file, or every ``*.json`` file under a folder (recursively, sorted).
+    """Score one ATIF file, or every ``*.json`` / ``*.jsonl`` file under a folder (recursively, sorted).
 
-    The reward spec is ``spec``, else the spec of ``task_id`` / the file's ``extra.task_id`` among
-    ``tasks`` (``Task`` objects by id). There is no sandbox final state, so criteria that read files
-    or the verifier are unscorable (status ``error``). Files that fail to load are ``problems``.
+    A file holds one ATIF document, or one per line (JSON Lines: a ``.jsonl`` name, or several
+    documents in the file, as ``agent-rl-sandbox export atif`` writes); lines are named
+    ``file:LINE``. The reward spec is ``spec``, else the spec of ``task_id`` / the document's
+    ``extra.task_id`` among ``tasks`` (``Task`` objects by id). There is no sandbox final state, so
+    criteria that read files or the verifier are unscorable (status ``error``).
+
+    Documents that fail to load are ``problems``; raises :class:`EvalInputError` when the input is a
+    single JSON document that fails, or when nothing at all could be scored.
     """
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*.json") if p.is_file())
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in ATIF_SUFFIXES)
         labels = [p.relative_to(path).as_posix() for p in files]
         if not files:
-            raise EvalInputError(f"{path.name}: no *.json files in the folder", "pass a folder of ATIF trajectory files")
+            raise EvalInputError(
+                f"{path.name}: no *.json or *.jsonl files in the folder", "pass a folder of ATIF trajectory files"
+            )
     else:
         files, labels = [path], [path.name]
     scores: list[ScoreReport] = []
     problems: list[InputProblem] = []
+    hints: list[str] = []
     with paused_gc():
-        _score_files(files, labels, scores, problems, spec=spec, tasks=tasks, task_id=task_id)
+        for f, label in zip(files, labels, strict=True):
+            _score_file(f, label, scores, problems, hints, single=len(files) == 1, spec=spec, tasks=tasks, task_id=task_id)
+    if not scores:
+        raise _nothing_scored(path.name, problems, hints)
     warnings = ["ATIF steps carry no provenance: actions count as self-logged (agent) unless extra.provenance says otherwise"]
     return build_report("atif", path.name, scores, problems=problems, warnings=warnings)
 
 
-def _score_files(files, labels, scores, problems, *, spec, tasks, task_id) -> None:
-    for f, label in zip(files, labels, strict=True):
+ATIF_SUFFIXES = (".json", *JSONL_SUFFIXES)
+_ATIF_HINT = (
+    "ATIF input is a .json file with one trajectory, a .jsonl file with one per line (as"
+    " `agent-rl-sandbox export atif` writes), or a folder of them"
+)
+
+
+def _nothing_scored(name: str, problems: list[InputProblem], hints: list[str]) -> EvalInputError:
+    if not problems:
+        return EvalInputError(f"{name}: no trajectories in the input (it is empty)", _ATIF_HINT)
+    listed = "; ".join(f"{p.source} {p.where}: {p.message}" for p in problems[:5])
+    more = f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
+    specific = [h for h in dict.fromkeys(hints) if h and h != _ATIF_HINT and not h.startswith("fix the")][:2]
+    hint = "; ".join([*specific, f"fix the inputs listed ({_ATIF_HINT})"])  # e.g. "pass --spec FILE ..." first
+    n = len(problems)
+    return EvalInputError(f"{name}: no trajectory could be scored, {n} problem{'s' if n != 1 else ''}: {listed}{more}", hint)
+
+
+def _problem(e: EvalInputError, label: str) -> InputProblem:
+    msg = e.message.removeprefix(f"{label}: ")
+    where, _, rest = msg.partition(": ")
+    in_doc = where.startswith("$")
+    return InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg)
+
+
+def _score_file(f: Path, label: str, scores, problems, hints, *, single: bool, spec, tasks, task_id) -> None:
+    """Score the documents of one file into ``scores``; what fails goes to ``problems`` (``hints``
+    collects the next steps), except a single JSON document's failure, which is raised."""
+    try:
+        is_lines, parsed = parse_json_or_lines(read_bytes(f, label), label, lines=f.suffix.lower() in JSONL_SUFFIXES)
+    except EvalInputError as e:
+        if single:
+            raise
+        problems.append(_problem(e, label))
+        hints.append(e.hint)
+        return
+    docs: list[tuple[str, Any]] = parsed if is_lines else [(label, parsed)]
+    if is_lines and not docs and not single:
+        problems.append(InputProblem(source=label, message="no trajectories (the file is empty)"))
+    for i, (where, doc) in enumerate(docs):
+        if is_lines and i == 0 and not isinstance(doc, EvalInputError) and not is_atif(doc):
+            # JSON Lines of something else (a training export): one problem for the file, not one per line
+            problems.append(InputProblem(source=label, message="not ATIF JSON Lines: line 1 has no `steps` and `session_id`"))
+            hints.append(_ATIF_HINT)
+            return
         try:
-            doc = parse_json(read_bytes(f, label), label)
+            if isinstance(doc, EvalInputError):
+                raise doc
             if not is_atif(doc):
-                raise EvalInputError(f"{label}: $: not an ATIF trajectory (needs `steps` and `session_id`)", "")
-            traj = trajectory_from_atif(doc, label)
+                raise EvalInputError(f"{where}: $: not an ATIF trajectory (needs `steps` and `session_id`)", _ATIF_HINT)
+            traj = trajectory_from_atif(doc, where)
             if task_id and traj.task_id is None:
                 traj = traj.model_copy(update={"task_id": task_id})
             scores.append(score_trajectory(traj, _spec_for(traj.task_id, spec, tasks, task_id)))
         except EvalInputError as e:
-            if len(files) == 1:
+            if single and not is_lines:
                 raise
-            msg = e.message.removeprefix(f"{label}: ")
-            where, _, rest = msg.partition(": ")
-            in_doc = where.startswith("$")
-            problems.append(InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg))
+            problems.append(_problem(e, where))
+            hints.append(e.hint)
 
 
 def score_store(
@@ -155,7 +215,8 @@ def score_path(
     task_id: str | None = None,
 ) -> EvalReport:
     """Score whatever ``path`` names: ``store`` / ``store:ID,ID`` (needs ``services``), a folder of
-    ATIF files, or a JSON file holding a Port Daddy suite or one ATIF trajectory.
+    ATIF files, a JSON file holding a Port Daddy suite or one ATIF trajectory, or an ATIF JSON Lines
+    file (one trajectory per line, e.g. ``trajectories.atif.jsonl`` from ``export atif``).
 
     Raises :class:`EvalInputError` when the input cannot be read or is invalid."""
     text = str(path)
@@ -165,16 +226,18 @@ def score_path(
         ids = [s for s in text.removeprefix("store").removeprefix(":").split(",") if s] or None
         return score_store(services, session_ids=ids, task_id=task_id)
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() or p.suffix.lower() in JSONL_SUFFIXES:
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
-    doc = parse_json(read_bytes(p), p.name)
+    is_lines, doc = parse_json_or_lines(read_bytes(p), p.name)
+    if is_lines:  # several documents: ATIF JSON Lines
+        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
     if is_suite(doc):
         return score_suite(load_suite(doc, p.name), p.name)
     if is_atif(doc):
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
     raise EvalInputError(
         f"{p.name}: $: neither a Port Daddy suite (an object with `tasks`) nor an ATIF trajectory (with `steps`)",
-        "pass a suite JSON, an ATIF file or folder, or `store`",
+        "pass a suite JSON, an ATIF file (.json, or .jsonl with one per line) or folder, or `store`",
     )
 
 

@@ -55,18 +55,70 @@ def read_bytes(path: Path, label: str | None = None) -> bytes:
         raise EvalInputError(f"{label}: cannot read: {e.strerror or e}", "check the path and its permissions") from None
 
 
-def parse_json(data: bytes, label: str) -> Any:
-    """Parse JSON text; raises :class:`EvalInputError` with line and column on bad JSON."""
+def _decode(data: bytes, label: str) -> str:
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise EvalInputError(f"{label}: not UTF-8 text (byte {e.start})", "save the file as UTF-8 JSON") from None
+
+
+def parse_json(data: bytes, label: str) -> Any:
+    """Parse JSON text; raises :class:`EvalInputError` with line and column on bad JSON."""
+    return _loads(_decode(data, label), label)
+
+
+def _loads(text: str, label: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise EvalInputError(f"{label}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", "fix the JSON") from None
     except RecursionError:
         raise EvalInputError(f"{label}: JSON nested too deeply", "flatten the document") from None
+
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+"""File names read as JSON Lines (one document per line) whatever their content."""
+
+JsonLine = tuple[str, Any]
+"""``(label, document)`` of one line, labelled ``file:LINE``; the document is an :class:`EvalInputError`
+when the line is not valid JSON."""
+
+
+def parse_json_lines(text: str, label: str) -> list[JsonLine]:
+    """One document per non-blank line (JSON Lines), each labelled ``label:LINE`` (1-based). A line
+    that is not valid JSON gives an :class:`EvalInputError` in place of its document."""
+    out: list[JsonLine] = []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{label}:{n}"
+        try:
+            out.append((where, json.loads(line)))
+        except json.JSONDecodeError as e:
+            out.append((where, EvalInputError(f"{where}: not valid JSON: {e.msg} at column {e.colno}", "fix the line")))
+        except RecursionError:
+            out.append((where, EvalInputError(f"{where}: JSON nested too deeply", "flatten the document")))
+    return out
+
+
+def parse_json_or_lines(data: bytes, label: str, *, lines: bool = False) -> tuple[bool, Any]:
+    """``(False, document)`` for a JSON file, ``(True, [(label:LINE, document), ...])`` for JSON Lines.
+
+    JSON Lines when ``lines`` (e.g. a ``.jsonl`` name) or when the text holds more than one JSON
+    document (the first line parses and more follows). Raises :class:`EvalInputError` on text that
+    is neither (the message names line and column)."""
+    text = _decode(data, label)
+    if not lines:
+        try:
+            return False, json.loads(text)
+        except json.JSONDecodeError as e:
+            if e.msg != "Extra data":
+                raise EvalInputError(
+                    f"{label}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", "fix the JSON"
+                ) from None
+        except RecursionError:
+            raise EvalInputError(f"{label}: JSON nested too deeply", "flatten the document") from None
+    return True, parse_json_lines(text, label)
 
 
 def parse_toml(data: bytes, label: str) -> dict:

@@ -244,3 +244,32 @@ def test_cli_scores_an_atif_folder_with_a_spec_file(tmp_path):
     bad_spec.write_text('{"criteria": [{"id": "x", "type": "nope"}]}')
     r = cli(str(d), "--spec", str(bad_spec), home=tmp_path / "home")
     assert r.exit_code == 2 and "bad.json: $.criteria[0]" in r.stderr
+
+
+def test_cli_folder_where_nothing_scores_exits_2(tmp_path):
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "broken.json").write_text("{nope")
+    (d / "other.json").write_text('{"rows": []}')
+    (d / "sft.jsonl").write_text('{"messages": []}\n{"messages": []}\n')
+    (d / "no_task.json").write_text(json.dumps(atif_doc(traj(good_steps(), GOOD_MESSAGE), task_id=None)))
+    r = cli(str(d), "--json", home=tmp_path / "home")
+    assert r.exit_code == 2 and r.stdout == ""
+    err = " ".join(r.stderr.split())
+    assert "runs: no trajectory could be scored, 4 problems" in err
+    assert "broken.json $: not valid JSON" in err and "sft.jsonl $: not ATIF JSON Lines" in err
+    assert "no reward spec" in err and "pass --spec FILE" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    r = cli(str(empty), home=tmp_path / "home")
+    assert r.exit_code == 2 and "no trajectories in the input" in r.stderr
+
+
+def test_jsonl_detected_by_content_with_line_numbers(tmp_path):
+    spec = RewardSpec.model_validate(EDIT_SPEC)
+    p = tmp_path / "two.json"  # several documents in a .json file: read as JSON Lines
+    one = atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="a"))
+    p.write_text(json.dumps(one) + "\n\n" + json.dumps({**one, "session_id": "b"}) + "\n" + json.dumps({"session_id": 3, "steps": []}) + "\n")
+    report = score_path(p, spec=spec)
+    assert [t.session_id for t in report.trajectories] == ["a", "b"]
+    assert [(x.source, x.where) for x in report.problems] == [("two.json:4", "$.session_id")]

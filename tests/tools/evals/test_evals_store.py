@@ -112,3 +112,52 @@ def test_cli_scores_the_store_and_gates(world):
     assert doc["stats"]["trajectories"] == 2 and doc["gate"]["passed"] is False
     r = runner.invoke(app, ["score", f"store:{world['good']}", "--gate", "default", "--json", "--home", home])
     assert r.exit_code == 0 and json.loads(r.stdout)["gate"]["passed"] is True
+
+
+def test_cli_store_inputs_that_score_nothing_exit_2(world):
+    runner = CliRunner()
+    home = str(world["home"])
+    r = runner.invoke(app, ["score", "store:traj_nope", "--home", home])
+    assert r.exit_code == 2, r.stdout + r.stderr
+    assert "unknown trajectory 'traj_nope'" in r.stderr and "trajectories list" in r.stderr and r.stdout == ""
+    r = runner.invoke(app, ["score", f"store:{world['good']},traj_nope", "--json", "--home", home])
+    assert r.exit_code == 2 and "1 of 2 named trajectories" in r.stderr and r.stdout == ""
+    r = runner.invoke(app, ["score", f"store:{world['running']}", "--home", home])
+    assert r.exit_code == 2 and "still running" in r.stderr
+    r = runner.invoke(app, ["score", "store", "--task", "nope", "--gate", "default", "--home", home])
+    assert r.exit_code == 2 and "no finished trajectories match task 'nope'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_scores_the_atif_jsonl_that_export_atif_writes(world, tmp_path):
+    runner = CliRunner()
+    home = str(world["home"])
+    r = runner.invoke(app, ["export", "atif", "--out", str(tmp_path / "exports"), "--json", "--home", home])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    manifest = json.loads(r.stdout)
+    data = tmp_path / "exports" / manifest["export_id"] / manifest["files"][0]["path"]
+    assert data.name == "trajectories.atif.jsonl" and len(data.read_text().splitlines()) == 2
+    r = runner.invoke(app, ["score", str(data), "--json", "--home", home])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "atif" and doc["problems"] == []
+    by = {t["session_id"]: t for t in doc["trajectories"]}
+    assert set(by) == {world["good"], world["bad"]} and {t["task_id"] for t in by.values()} == {TASK}
+    assert by[world["bad"]]["self_report_only"] and not by[world["bad"]]["passed"]
+    # The export's folder scores too (the manifest is listed as a problem, not fatal).
+    r = runner.invoke(app, ["score", str(data.parent), "--json", "--home", home])
+    assert r.exit_code == 0 and json.loads(r.stdout)["stats"]["trajectories"] == 2
+    # A bad line is a problem naming file and line; the other lines still score.
+    lines = data.read_text().splitlines()
+    mixed = tmp_path / "mixed.atif.jsonl"
+    mixed.write_text("\n".join([lines[0], "{oops", json.dumps({"schema_version": "ATIF-v1.5", "steps": []}), lines[1]]) + "\n")
+    r = runner.invoke(app, ["score", str(mixed), "--json", "--home", home])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["stats"]["trajectories"] == 2
+    assert [(p["source"], p["where"]) for p in doc["problems"]] == [("mixed.atif.jsonl:2", "$"), ("mixed.atif.jsonl:3", "$.session_id")]
+    # Every line bad: nothing scored is invalid input (exit 2), the message names file and line.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n" + json.dumps({"steps": [], "session_id": "x", "schema_version": "v9"}) + "\n")
+    r = runner.invoke(app, ["score", str(bad), "--home", home])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "bad.jsonl:1 $: not valid JSON" in r.stderr and "bad.jsonl:2 $.schema_version" in r.stderr
