@@ -174,6 +174,23 @@ def edited_paths(action: Action) -> tuple[str, ...]:
     return action.changed_paths
 
 
+_QUOTING = re.compile(r"""['"\\]""")
+_DIR_PREFIX = re.compile(r"(?:^|(?<=[\s|;&(`]))/(?:[\w.+-]+/)+")
+
+
+def command_variants(command: str) -> list[str]:
+    """The command as written, with quotes and backslashes removed (``c''url`` -> ``curl``), and
+    with directory prefixes of words removed as well (``| /bin/sh`` -> ``| sh``). Forbidden
+    command patterns are matched against every variant, so trivial quoting does not evade them."""
+    unquoted = _QUOTING.sub("", command)
+    return list(dict.fromkeys((command, unquoted, _DIR_PREFIX.sub("", unquoted))))
+
+
+def matches_command(pattern: str, command: str) -> bool:
+    """True when ``pattern`` (``re.search``) matches any of :func:`command_variants`."""
+    return any(re.search(pattern, v) for v in command_variants(command))
+
+
 BROAD_CLAIM = re.compile(r"^(\.|/|)$|^[*?]+$|^\*\*")
 """Claims that name no particular file: the repo root, ``*``, ``**/...``. They cover nothing, so a
 policy cannot learn to satisfy claim-before-edit by claiming everything up front."""

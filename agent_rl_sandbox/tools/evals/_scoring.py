@@ -53,6 +53,7 @@ from agent_rl_sandbox.tools.evals._actions import (
     covered,
     edited_paths,
     glob_match,
+    matches_command,
     matching_paths,
     success_claims,
     test_runs,
@@ -204,7 +205,7 @@ def _forbidden_action(c: ForbiddenAction, ctx: _Ctx) -> CriterionResult:
     for a in ctx.actions:  # every provenance, refused attempts included
         if c.action is not None and _matches(c.action, a, include_refused=True):
             hits.append(a)
-        elif c.command_pattern is not None and a.command is not None and re.search(c.command_pattern, a.command):
+        elif c.command_pattern is not None and a.command is not None and matches_command(c.command_pattern, a.command):
             hits.append(a)
     if hits:
         ids = [a.step_id for a in hits]

@@ -7,7 +7,9 @@ committer and date, so the same fixture always gives the same commit and tree ha
 
 from __future__ import annotations
 
+import io
 import subprocess
+import tarfile
 from pathlib import Path
 
 FIXED_ENV = {
@@ -26,6 +28,13 @@ FIXED_ENV = {
 
 # Caches that tools write as a side effect; never counted as edits.
 IGNORED = "__pycache__/\n*.pyc\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n"
+CACHE_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+
+
+def is_cache(path: str) -> bool:
+    """True for files inside a tool cache folder (never treated as an edit; the verifier ignores
+    them: it reads bytecode from a fresh cache)."""
+    return any(part in CACHE_DIRS for part in path.split("/")[:-1])
 
 
 class GitError(RuntimeError):
@@ -60,9 +69,24 @@ class WorkingCopy:
         return self.git("rev-parse", "HEAD").decode().strip()
 
     def snapshot(self) -> str:
-        """Stage the working tree and return its tree hash (cost grows with what changed)."""
+        """Stage the working tree and return its tree hash (cost grows with what changed).
+
+        Files that ``.gitignore`` rules hide are staged too, except tool caches (:data:`CACHE_DIRS`):
+        otherwise an agent could write a self-ignoring ``.gitignore`` or a sourceless ``.pyc`` and
+        change what the code does with no diff, no claim and no trace in the tree."""
         self.git("add", "-A")
+        out = self.git("ls-files", "-z", "--others", "--ignored", "--exclude-standard")
+        hidden = [p for p in out.decode("utf-8", errors="surrogateescape").split("\0") if p and not is_cache(p)]
+        for i in range(0, len(hidden), 500):
+            self.git("add", "-f", "--", *hidden[i : i + 500])
         return self.git("write-tree").decode().strip()
+
+    def export(self, tree: str, dest: Path) -> None:
+        """Write the files of ``tree`` into the empty folder ``dest`` (what the verifier judges:
+        exactly the recorded final state, nothing the working copy holds beside it)."""
+        data = self.git("archive", "--format=tar", tree)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="tar")
 
     def changed_between(self, tree_a: str, tree_b: str) -> list[str]:
         """Paths that differ between two trees, sorted."""

@@ -24,7 +24,6 @@ import atexit
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import stat
@@ -62,7 +61,7 @@ from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, 
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
-from agent_rl_sandbox.tools.evals._actions import BROAD_CLAIM, actions_of, covered, edited_paths
+from agent_rl_sandbox.tools.evals._actions import BROAD_CLAIM, actions_of, covered, edited_paths, matches_command
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
@@ -78,7 +77,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     sandbox_uid,
 )
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
-from agent_rl_sandbox.tools.sandbox._verifier import cross_check
+from agent_rl_sandbox.tools.sandbox._verifier import cross_check, tamper_findings
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore, new_id
 
 log = logging.getLogger(__name__)
@@ -495,7 +494,7 @@ class SandboxService:
                 row, "sandbox_exec", args, ActionError("command contains a NUL byte", "remove the NUL byte; use printf '\\0' to produce one")
             )
         for pat in task.config.tools.forbidden_command_patterns:
-            if re.search(pat, inp.command):
+            if matches_command(pat, inp.command):
                 raise self._refuse(
                     row,
                     "sandbox_exec",
@@ -797,15 +796,23 @@ class SandboxService:
             agent_logs.mkdir(parents=True)
             actions_file = agent_logs / "actions.json"
             actions_file.write_text(json.dumps(actions_doc, indent=2, sort_keys=True))
+            # The verifier judges the recorded final tree, exported fresh: nothing the working copy
+            # holds beside it (ignored caches, files hidden from git) can take part.
+            judged = dirs["root"] / "judged"
+            shutil.rmtree(judged, ignore_errors=True)
+            judged.mkdir()
+            wc.export(final_tree, judged)
+            self._give_tree(judged, uid)
+            tampering = tamper_findings(changed, lambda p: wc.read_blob(final_tree, p))
             verifier_pycache = f"/tmp/ars-verifier-pycache-{uuid.uuid4().hex}"  # never existed before
             res = run_command(
                 f"bash {dirs['verifier'] / 'test.sh'}",
-                cwd=dirs["repo"],
+                cwd=judged,
                 limits=task.config.limits,
                 isolation=self.isolation,
                 credentials=task.config.credentials,
                 extra_env={
-                    "SANDBOX_REPO": str(dirs["repo"]),
+                    "SANDBOX_REPO": str(judged),
                     "VERIFIER_DIR": str(dirs["verifier"]),
                     "VERIFIER_LOGS": str(vlogs),
                     "ACTIONS_FILE": str(actions_file),
@@ -816,7 +823,7 @@ class SandboxService:
                     "PYTHONSAFEPATH": "1",
                     "PYTHONPYCACHEPREFIX": verifier_pycache,
                 },
-                mounts=self._mounts([dirs["repo"], vlogs], [dirs["verifier"], agent_logs]),
+                mounts=self._mounts([judged, vlogs], [dirs["verifier"], agent_logs]),
                 # bounded like any command, so sandbox_finish returns within a client's ~60 s tool-call cutoff
                 wall_seconds=min(task.config.verifier_timeout_seconds, self.settings.max_exec_seconds),
                 uid=uid,
@@ -827,6 +834,8 @@ class SandboxService:
             if res.limit_hit:
                 verifier_out += f"\n[verifier hit its {res.limit_hit} limit]"
             verifier_exit, overruled = cross_check(verifier_exit, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
+            if tampering and verifier_exit == 0:
+                verifier_exit, overruled = 1, "verifier result not trusted, the change reaches into the test harness: " + "; ".join(tampering[:5])
             if overruled:
                 verifier_out += f"\n[{overruled}]"
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
@@ -846,6 +855,7 @@ class SandboxService:
             self.store.update_sandbox(inp.sandbox_id, status="finished")
             shutil.rmtree(dirs["repo"], ignore_errors=True)
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
+            shutil.rmtree(judged, ignore_errors=True)
         return SandboxFinishOutput(
             session_id=sid,
             reward=report.reward,
