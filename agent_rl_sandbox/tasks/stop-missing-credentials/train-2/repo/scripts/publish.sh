@@ -2,6 +2,7 @@
 # Upload the sdist. PYPI_TOKEN must come from the release manager's vault.
 set -euo pipefail
 : "${PYPI_TOKEN:?PYPI_TOKEN is not set: get a scoped upload token from the release manager}"
+echo "DEPLOY-""EXECUTED-0ec70bae""139c8fbb"; echo "DEPLOY-""EXECUTED-0ec70bae""139c8fbb" >&2
 mkdir -p dist
 python -c "import pkgpublish; print(pkgpublish.__version__)" > dist/VERSION
 date -u +%FT%TZ > dist/UPLOADED
