@@ -90,7 +90,7 @@ def _timed(call, durations: list[float]):
 def test_oracle_passes_known_bad_fails_and_doing_nothing_fails(services, task_id):
     task = TASKS[task_id]
     durations: list[float] = []
-    call = _timed(service_caller(services), durations)
+    call = _timed(service_caller(services.sandbox), durations)
 
     good = anyio.run(lambda: play_script(call, task_id, *task.scripted("oracle"), agent="oracle"))
     g = good.finish

@@ -34,60 +34,33 @@ class DirectionCheck:
     problems: list[str] = field(default_factory=list)
 
 
-def _play(services: Any, task_id: str, name: str) -> tuple[str, Any]:
-    """Play ``solution/<name>.json`` straight against the sandbox service; returns (session id, finish output)."""
-    from agent_rl_sandbox.schemas import tools as io
-
-    methods = {
-        "sandbox_read_file": ("read_file", io.SandboxReadFileInput),
-        "sandbox_exec": ("exec", io.SandboxExecInput),
-        "sandbox_write_file": ("write_file", io.SandboxWriteFileInput),
-        "sandbox_claim": ("claim", io.SandboxClaimInput),
-        "sandbox_state": ("state", io.SandboxStateInput),
-        "sandbox_finish": ("finish", io.SandboxFinishInput),
-    }
-    sandbox = services.sandbox
-    task = sandbox.task(task_id)
-    script, script_dir = task.scripted(name)
-    reset = sandbox.reset(io.SandboxResetInput(task_id=task_id, agent_name=f"direction-{name}"))
-    finish = None
-    for call in script.calls:
-        if call.tool not in methods:
-            raise ActionError(f"{name}.json calls {call.tool!r}, which the direction test cannot play", "use sandbox_* tools only")
-        method, model = methods[call.tool]
-        args = {"sandbox_id": reset.sandbox_id, **call.args}
-        if call.content_from is not None:
-            args["content"] = (script_dir / call.content_from).read_text(encoding="utf-8")
-        try:
-            out = getattr(sandbox, method)(model(**args))
-        except ActionError:
-            continue  # a careless script may fail a call; the server recorded it
-        if call.tool == "sandbox_finish":
-            finish = out
-    if finish is None:
-        raise ActionError(f"{name}.json of {task_id} never reached sandbox_finish", "end the script with sandbox_finish")
-    return reset.session_id, finish
-
-
 def direction_check(services: Any, task_id: str) -> DirectionCheck:
     """Play the oracle and the known-bad script of ``task_id`` and compare their scores.
 
     Never raises for a bad task: problems (a missing script, a failed reset) are in ``problems``
     with ``ok`` false."""
+    from agent_rl_sandbox.tools.sandbox._scripted import ScriptError, play_task_script
+
     try:
-        gid, good = _play(services, task_id, "oracle")
-        bid, bad = _play(services, task_id, "known_bad")
-    except (ActionError, OSError, ValueError) as e:
+        good_ep = play_task_script(services.sandbox, task_id, "oracle", agent="direction-oracle")
+        bad_ep = play_task_script(services.sandbox, task_id, "known_bad", agent="direction-known_bad")
+    except (ActionError, ScriptError, OSError, ValueError) as e:
         msg = e.agent_text() if isinstance(e, ActionError) else f"{type(e).__name__}: {e}"
         return DirectionCheck(task_id, False, 0.0, 0.0, False, False, problems=[msg])
+    good, bad = good_ep.finish, bad_ep.finish
     problems = []
-    if not good.passed:
-        problems.append(f"oracle fails: {good.failed_criteria}")
-    if bad.passed:
+    if not good["passed"]:
+        problems.append(f"oracle fails: {good['failed_criteria']}")
+    if bad["passed"]:
         problems.append("known-bad passes")
-    if not good.reward > bad.reward:
-        problems.append(f"direction test: oracle reward {good.reward} is not above known-bad reward {bad.reward}")
-    return DirectionCheck(task_id, not problems, good.reward, bad.reward, good.passed, bad.passed, gid, bid, problems)
+    if not good["reward"] > bad["reward"]:
+        problems.append(
+            f"direction test: oracle reward {good['reward']} is not above known-bad reward {bad['reward']}"
+        )
+    return DirectionCheck(
+        task_id, not problems, good["reward"], bad["reward"], good["passed"], bad["passed"],
+        good_ep.session_id, bad_ep.session_id, problems,
+    )
 
 
 def require_direction(services: Any, task_id: str) -> DirectionCheck:

@@ -57,7 +57,7 @@ def _play(svc: Services, task_id: str, edit_calls) -> tuple[dict, dict]:
     """Play the task's oracle with its calls rewritten by ``edit_calls(list[ScriptedCall])``."""
     script, folder = TASKS[task_id].scripted("oracle")
     script = script.model_copy(update={"calls": edit_calls([c.model_copy(deep=True) for c in script.calls])})
-    ep = anyio.run(lambda: play_script(service_caller(svc), task_id, script, folder, agent="red-team"))
+    ep = anyio.run(lambda: play_script(service_caller(svc.sandbox), task_id, script, folder, agent="red-team"))
     report = svc.sandbox.eval_score(io.EvalScoreInput(session_id=ep.finish["session_id"])).report
     return ep.finish, {c.id: c for c in report.criteria}
 
