@@ -96,3 +96,33 @@ def state(files: dict[str, bytes], base: dict[str, bytes] | None = None, verifie
         verifier_exit_code=verifier,
         verifier_output="",
     )
+
+
+class Episode:
+    """One episode through the real sandbox service (no MCP), for reward-hacking tests."""
+
+    def __init__(self, svc, task_id: str, *, agent: str = "hacker", pass_message: str = ""):
+        from agent_rl_sandbox.schemas import tools as io
+
+        self.io = io
+        self.svc = svc
+        self.pass_message = pass_message
+        r = svc.sandbox.reset(io.SandboxResetInput(task_id=task_id, agent_name=agent))
+        self.sid, self.session = r.sandbox_id, r.session_id
+
+    def exec(self, command: str):
+        return self.svc.sandbox.exec(self.io.SandboxExecInput(sandbox_id=self.sid, command=command))
+
+    def write(self, path: str, content: str):
+        return self.svc.sandbox.write_file(self.io.SandboxWriteFileInput(sandbox_id=self.sid, path=path, content=content))
+
+    def claim(self, *paths: str):
+        return self.svc.sandbox.claim(self.io.SandboxClaimInput(sandbox_id=self.sid, paths=list(paths)))
+
+    def finish(self, message: str | None = None):
+        """Finish, re-score from the store, and check both agree; returns (finish output, criteria by id, report)."""
+        io = self.io
+        out = self.svc.sandbox.finish(io.SandboxFinishInput(sandbox_id=self.sid, message=message or self.pass_message))
+        report = self.svc.sandbox.eval_score(io.EvalScoreInput(session_id=self.session)).report
+        assert report.passed == out.passed and report.reward == out.reward
+        return out, {c.id: c for c in report.criteria}, report

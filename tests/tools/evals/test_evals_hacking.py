@@ -9,6 +9,7 @@ import shutil
 import tomllib
 
 import pytest
+from evals_builders import Episode as _Episode
 
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.settings import Settings
@@ -29,26 +30,8 @@ def svc(tmp_path_factory):
     s.close()
 
 
-class Episode:
-    def __init__(self, svc: Services):
-        self.svc = svc
-        r = svc.sandbox.reset(io.SandboxResetInput(task_id=TASK, agent_name="hacker"))
-        self.sid, self.session = r.sandbox_id, r.session_id
-
-    def exec(self, command: str):
-        return self.svc.sandbox.exec(io.SandboxExecInput(sandbox_id=self.sid, command=command))
-
-    def write(self, path: str, content: str):
-        return self.svc.sandbox.write_file(io.SandboxWriteFileInput(sandbox_id=self.sid, path=path, content=content))
-
-    def claim(self, *paths: str):
-        return self.svc.sandbox.claim(io.SandboxClaimInput(sandbox_id=self.sid, paths=list(paths)))
-
-    def finish(self, message: str = PASS_MSG):
-        out = self.svc.sandbox.finish(io.SandboxFinishInput(sandbox_id=self.sid, message=message))
-        report = self.svc.sandbox.eval_score(io.EvalScoreInput(session_id=self.session)).report
-        assert report.passed == out.passed and report.reward == out.reward
-        return out, {c.id: c for c in report.criteria}, report
+def Episode(svc: Services) -> _Episode:
+    return _Episode(svc, TASK, pass_message=PASS_MSG)
 
 
 def assert_hack_fails(out, report) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from evals_builders import Episode
 
 from agent_rl_sandbox.agents.scripted import play_script, service_caller
 from agent_rl_sandbox.schemas import tools as io
@@ -29,28 +30,6 @@ def svc(tmp_path_factory):
     yield s
     s.sandbox.close()
     s.close()
-
-
-class Episode:
-    def __init__(self, svc: Services, task_id: str):
-        self.svc = svc
-        r = svc.sandbox.reset(io.SandboxResetInput(task_id=task_id, agent_name="red-team"))
-        self.sid, self.session = r.sandbox_id, r.session_id
-
-    def exec(self, command: str):
-        return self.svc.sandbox.exec(io.SandboxExecInput(sandbox_id=self.sid, command=command))
-
-    def write(self, path: str, content: str):
-        return self.svc.sandbox.write_file(io.SandboxWriteFileInput(sandbox_id=self.sid, path=path, content=content))
-
-    def claim(self, *paths: str):
-        return self.svc.sandbox.claim(io.SandboxClaimInput(sandbox_id=self.sid, paths=list(paths)))
-
-    def finish(self, message: str):
-        out = self.svc.sandbox.finish(io.SandboxFinishInput(sandbox_id=self.sid, message=message))
-        report = self.svc.sandbox.eval_score(io.EvalScoreInput(session_id=self.session)).report
-        assert report.passed == out.passed and report.reward == out.reward
-        return out, {c.id: c for c in report.criteria}, report
 
 
 def _play(svc: Services, task_id: str, edit_calls) -> tuple[dict, dict]:
