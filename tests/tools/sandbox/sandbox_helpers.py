@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from agent_rl_sandbox.schemas.tools import SandboxExecInput, SandboxResetInput
 from agent_rl_sandbox.tools.sandbox import detect_isolation
+from agent_rl_sandbox.tools.sandbox._runner import pids_of_uid
 
 AUTO = detect_isolation("auto")
 HAS_BWRAP = AUTO.kind == "bwrap"
@@ -76,3 +80,25 @@ def run(services, sandbox_id: str, command: str, **kw):
 def steps(services, sandbox_id: str):
     row = services.store.sandbox(sandbox_id)
     return services.store.get(row["session_id"]).steps
+
+
+@contextlib.contextmanager
+def peak_processes(uid: int):
+    """Sample how many processes ``uid`` has every 20 ms while the block runs; yields a one-item
+    list holding the peak seen so far."""
+    peak = [0]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            peak[0] = max(peak[0], len(pids_of_uid(uid)))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        watcher.join()
+

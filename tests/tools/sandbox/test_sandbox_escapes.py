@@ -13,13 +13,12 @@ import os
 import shutil
 import socket
 import stat
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import IS_ROOT, requires_root, reset, run, steps, write_task
+from sandbox_helpers import IS_ROOT, peak_processes, requires_root, reset, run, steps, write_task
 
 import agent_rl_sandbox
 from agent_rl_sandbox.schemas.tools import (
@@ -284,21 +283,8 @@ def test_fork_bomb_is_contained(bwrap_services):
     sid = reset(bwrap_services).sandbox_id
     uid = bwrap_services.sandbox.sandbox_uid(sid)
     limit = bwrap_services.sandbox.task("claim-before-edit").config.limits.processes
-    peak = [0]
-    stop = threading.Event()
-
-    def watch():
-        while not stop.is_set():
-            peak[0] = max(peak[0], len(pids_of_uid(uid)))
-            time.sleep(0.02)
-
-    w = threading.Thread(target=watch)
-    w.start()
-    try:
+    with peak_processes(uid) as peak:
         res = run(bwrap_services, sid, "bomb(){ bomb | bomb & }; bomb; sleep 60", timeout_seconds=3)
-    finally:
-        stop.set()
-        w.join()
     assert res.limit_hit == "wall_time"
     assert peak[0] <= limit
     assert pids_of_uid(uid) == []

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import HAS_BWRAP, IN_CI, IS_ROOT, requires_root
+from sandbox_helpers import HAS_BWRAP, IN_CI, IS_ROOT, peak_processes, requires_root
 
 from agent_rl_sandbox.schemas.task import Limits
 from agent_rl_sandbox.tools.sandbox import detect_isolation, run_command
@@ -136,22 +136,9 @@ def test_environment_is_not_inherited(env, monkeypatch):
 def test_fork_bomb_is_contained_and_cleaned_up(env):
     iso, cwd, uid = env
     assert uid is not None
-    peak = [0]
-    stop = threading.Event()
-
-    def watch():
-        while not stop.is_set():
-            peak[0] = max(peak[0], len(pids_of_uid(uid)))
-            time.sleep(0.02)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
+    with peak_processes(uid) as peak:
         res = run_command("bomb(){ bomb | bomb & }; bomb; sleep 60", cwd=cwd, isolation=iso, uid=uid,
                           limits=Limits(processes=32, wall_seconds=3))
-    finally:
-        stop.set()
-        watcher.join()
     assert res.limit_hit == "wall_time"
     assert 4 <= peak[0] <= 32, f"peak {peak[0]} processes"
     assert pids_of_uid(uid) == []
