@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, BinaryIO
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -170,22 +171,11 @@ def iter_document(
         while True:
             line += text.count("\n", last_pos, pos)
             last_pos = pos
-            try:
-                value, end = DECODER.raw_decode(text, pos)
-            except NonFiniteNumber as exc:
-                yield line, None, ReadProblem(line, "nan_not_allowed", f"{exc} is not valid JSON")
+            decoded = _decode(partial(DECODER.raw_decode, text, pos), line)
+            if isinstance(decoded, ReadProblem):
+                yield decoded.line, None, decoded
                 return
-            except json.JSONDecodeError as exc:
-                yield exc.lineno, None, ReadProblem(
-                    exc.lineno, "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-                )
-                return
-            except RecursionError:
-                yield line, None, ReadProblem(line, "too_deep", "nesting too deep to parse")
-                return
-            except (ValueError, MemoryError, OverflowError) as exc:
-                yield line, None, ReadProblem(line, "invalid_json", f"{type(exc).__name__}: {str(exc)[:200]}")
-                return
+            value, end = decoded
             yield line, value, None
             pos = _skip_ws(text, end)
             if pos < len(text) and text[pos] == ",":
@@ -200,23 +190,26 @@ def iter_document(
             yield bad, None, ReadProblem(bad, "invalid_json", "expected ',' or ']' in the top-level array")
             return
     line = 1 + text.count("\n", 0, idx)
+    decoded = _decode(partial(DECODER.decode, text), line)
+    if isinstance(decoded, ReadProblem):
+        yield decoded.line, None, decoded
+        return
+    yield line, decoded, None
+
+
+def _decode(parse: Callable[[], Any], line: int) -> Any:
+    """``parse()``'s result, or the :class:`ReadProblem` it raised (at ``line``, or at the decoder's
+    own line for a syntax error). Never raises."""
     try:
-        value = DECODER.decode(text)
+        return parse()
     except NonFiniteNumber as exc:
-        yield line, None, ReadProblem(line, "nan_not_allowed", f"{exc} is not valid JSON")
-        return
+        return ReadProblem(line, "nan_not_allowed", f"{exc} is not valid JSON")
     except json.JSONDecodeError as exc:
-        yield exc.lineno, None, ReadProblem(
-            exc.lineno, "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-        )
-        return
+        return ReadProblem(exc.lineno, "invalid_json", f"{exc.msg} at line {exc.lineno} column {exc.colno}")
     except RecursionError:
-        yield line, None, ReadProblem(line, "too_deep", "nesting too deep to parse")
-        return
+        return ReadProblem(line, "too_deep", "nesting too deep to parse")
     except (ValueError, MemoryError, OverflowError) as exc:
-        yield line, None, ReadProblem(line, "invalid_json", f"{type(exc).__name__}: {str(exc)[:200]}")
-        return
-    yield line, value, None
+        return ReadProblem(line, "invalid_json", f"{type(exc).__name__}: {str(exc)[:200]}")
 
 
 _WS = " \t\n\r"
