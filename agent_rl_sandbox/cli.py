@@ -484,8 +484,6 @@ def main() -> None:
     """Console entry: runs the CLI; an error the user can act on (unknown task, unreachable or
     malformed database URL) becomes one line on stderr and exit code 2, never a traceback."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
     from agent_rl_sandbox.tools.errors import ActionError
 
     try:
@@ -493,7 +491,11 @@ def main() -> None:
     except ActionError as e:
         typer.echo(f"error: {e.agent_text()}", err=True)
         sys.exit(2)
-    except (ArgumentError, SQLAlchemyError) as e:
+    except Exception as e:
+        # SQLAlchemy's errors (bad URL, unreachable server); matched by module so that commands
+        # which never touch the store do not pay for importing SQLAlchemy at start-up.
+        if not type(e).__module__.startswith("sqlalchemy."):
+            raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         typer.echo(
             f"error: cannot open the store: {first}. Next step: check AGENT_RL_SANDBOX_DATABASE_URL "
