@@ -138,7 +138,7 @@ def tasks_check(
     from rich.table import Table
 
     from agent_rl_sandbox.tools.evals import direction_check
-    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.services import Services
 
     scratch = tempfile.TemporaryDirectory(prefix="ars-tasks-check-") if home is None else None
     settings = _settings(Path(scratch.name) if scratch else home, task_dir)
@@ -210,7 +210,7 @@ def import_cmd(
 ) -> None:
     """Import trajectories into the store; problems are listed with file and line. Exit 1 on any error."""
     from agent_rl_sandbox.tools.errors import ActionError
-    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.services import Services
 
     services = Services.build(_settings(home, task_dir))
     reports, failed = [], False
@@ -264,7 +264,7 @@ def export_cmd(
     """Export trajectories as training data (or ATIF / a suite) with a manifest; exit 1 when nothing was
     exported or the validator rejects the file."""
     from agent_rl_sandbox.tools.errors import ActionError
-    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.services import Services
     from agent_rl_sandbox.tools.trajectories import ExportOptions
 
     settings = _settings(home, task_dir)
@@ -343,7 +343,7 @@ def trajectories_list(
     from rich.text import Text
 
     from agent_rl_sandbox.schemas.tools import TrajectoryListOutput
-    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.services import Services
 
     services = Services.build(_settings(home))
     try:
@@ -382,7 +382,7 @@ def trajectories_show(
     from rich.text import Text
 
     from agent_rl_sandbox.tools.errors import ActionError
-    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.services import Services
 
     services = Services.build(_settings(home))
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agent_rl_sandbox.schemas.tools import SandboxExecInput, SandboxResetInput, SandboxWriteFileInput
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.services import Services
+from agent_rl_sandbox.services import Services
 
 
 def pct(values: list[float], q: float) -> float:

@@ -28,7 +28,7 @@ from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.datasets import DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.services import Services
+from agent_rl_sandbox.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class ToolSpec:
     output_model: type[BaseModel]
     annotations: ToolAnnotations
     impl: str
-    """``"<service>.<method>"`` on :class:`~agent_rl_sandbox.tools.services.Services` that implements the tool."""
+    """``"<service>.<method>"`` on :class:`~agent_rl_sandbox.services.Services` that implements the tool."""
     description: str
     slow: bool = False
     """Run in a worker thread (commands, the verifier) so the event loop stays responsive."""

@@ -13,7 +13,7 @@ from mcp import Client
 
 from agent_rl_sandbox.server.app import build_server
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.services import Services
+from agent_rl_sandbox.services import Services
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "samples"
 

@@ -136,7 +136,7 @@ def run_score(
         tasks = None
         is_store = path == "store" or path.startswith("store:")
         if is_store:
-            from agent_rl_sandbox.tools.services import Services
+            from agent_rl_sandbox.services import Services
 
             services = Services.build(settings)
         elif spec_obj is None:

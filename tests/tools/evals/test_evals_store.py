@@ -17,7 +17,7 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import report_json, score_store
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
-from agent_rl_sandbox.tools.services import Services
+from agent_rl_sandbox.services import Services
 
 TASK = "claim-before-edit"
 FIXED = (BUILTIN_TASKS_DIR / TASK / "solution" / "files" / "pricing.py").read_text()

@@ -10,7 +10,7 @@ import pytest
 from sandbox_helpers import HAS_BWRAP, IN_CI
 
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.services import Services
+from agent_rl_sandbox.services import Services
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._runner import pids_of_uid
-from agent_rl_sandbox.tools.services import Services
+from agent_rl_sandbox.services import Services
 
 MESS = (
     "echo changed >> shopcart/pricing.py && rm shopcart/cart.py && mkdir -p new/deep && echo x > new/deep/f.txt "
@@ -186,7 +186,7 @@ SERVER = textwrap.dedent(
     from pathlib import Path
     from agent_rl_sandbox.schemas.tools import SandboxExecInput, SandboxResetInput
     from agent_rl_sandbox.settings import Settings
-    from agent_rl_sandbox.tools.services import Services
+    from agent_rl_sandbox.services import Services
 
     s = Services.build(Settings(home=Path(sys.argv[1]), isolation=sys.argv[2]))
     sid = s.sandbox.reset(SandboxResetInput(task_id="claim-before-edit")).sandbox_id
