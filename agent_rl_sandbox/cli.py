@@ -137,8 +137,8 @@ def tasks_check(
     from rich.console import Console
     from rich.table import Table
 
-    from agent_rl_sandbox.tools.evals import direction_check
     from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.sandbox import direction_check
 
     scratch = tempfile.TemporaryDirectory(prefix="ars-tasks-check-") if home is None else None
     settings = _settings(Path(scratch.name) if scratch else home, task_dir)
@@ -150,7 +150,7 @@ def tasks_check(
         if unknown:
             typer.echo(f"unknown task(s) {unknown}; see `agent-rl-sandbox tasks list`", err=True)
             raise typer.Exit(2)
-        rows = [direction_check(services, tid) for tid in task_ids or sorted(services.sandbox.tasks)]
+        rows = [direction_check(services.sandbox, tid) for tid in task_ids or sorted(services.sandbox.tasks)]
     finally:
         services.close()
         if scratch is not None:
@@ -209,8 +209,8 @@ def import_cmd(
     task_dir: TaskDirOpt = None,
 ) -> None:
     """Import trajectories into the store; problems are listed with file and line. Exit 1 on any error."""
-    from agent_rl_sandbox.tools.errors import ActionError
     from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.errors import ActionError
 
     services = Services.build(_settings(home, task_dir))
     reports, failed = [], False
@@ -263,8 +263,8 @@ def export_cmd(
 ) -> None:
     """Export trajectories as training data (or ATIF / a suite) with a manifest; exit 1 when nothing was
     exported or the validator rejects the file."""
-    from agent_rl_sandbox.tools.errors import ActionError
     from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.errors import ActionError
     from agent_rl_sandbox.tools.trajectories import ExportOptions
 
     settings = _settings(home, task_dir)
@@ -381,8 +381,8 @@ def trajectories_show(
     from rich.table import Table
     from rich.text import Text
 
-    from agent_rl_sandbox.tools.errors import ActionError
     from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.errors import ActionError
 
     services = Services.build(_settings(home))
     try:

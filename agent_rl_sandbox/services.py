@@ -1,9 +1,19 @@
-"""The services one process holds, built once from :class:`Settings` and shared by the MCP adapter
-and the CLI. Each MCP tool names its implementation as ``"<service>.<method>"`` on this object."""
+"""The composition root: the services one process holds, built once from :class:`Settings` and
+shared by the faces (the MCP adapter, the CLI, later the worker and the web page).
+
+``tools/`` never imports this module; it is the only place that wires domain services together.
+Process-wide concerns (signal handlers, ``atexit``) belong to the entry point that owns the process,
+which opts in with :meth:`Services.close_at_exit`; building services installs none of them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import atexit
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.datasets import DatasetService
@@ -24,6 +34,7 @@ class Services:
     """Self-logged trajectories, listing, imports and training-data exports."""
     datasets: DatasetService
     """Post-training data validation."""
+    _exit_hook: object = field(default=None, repr=False)
 
     @classmethod
     def build(cls, settings: Settings | None = None) -> Services:
@@ -43,12 +54,42 @@ class Services:
             datasets=DatasetService(settings),
         )
 
-    def resolve(self, path: str):
-        """The bound method named ``"<service>.<method>"``; raises ``AttributeError`` if missing."""
-        service, method = path.split(".", 1)
-        return getattr(getattr(self, service), method)
+    def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:
+        """``method`` (an unbound domain method such as ``SandboxService.reset``) bound to the
+        service of its class held here. Raises ``LookupError`` when no held service defines it."""
+        for f in fields(self):
+            svc = getattr(self, f.name)
+            if getattr(type(svc), method.__name__, None) is method:
+                return getattr(svc, method.__name__)
+        raise LookupError(f"no service of {type(self).__name__} defines {method.__qualname__}")
+
+    def close_at_exit(self) -> None:
+        """For entry points that own their process (``serve``, ``worker``, ``ui``): close these
+        services at interpreter exit, and turn SIGTERM/SIGHUP into ``SystemExit`` (only where the
+        signal still has its default action, and only from the main thread) so that exit path runs
+        and no sandbox command outlives the process. Idempotent; :meth:`close` unregisters it."""
+        if self._exit_hook is not None:
+            return
+        self._exit_hook = self.close
+        atexit.register(self.close)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                    signal.signal(sig, _exit_on_signal)
+            except (ValueError, OSError):  # not the main interpreter, or unsupported here
+                pass
 
     def close(self) -> None:
-        """Kill live sandbox commands, then release the database connections."""
+        """Kill live sandbox commands, then release the database connections. Safe to call twice."""
         self.sandbox.close()
         self.store.close()
+        if self._exit_hook is not None:
+            atexit.unregister(self.close)
+            self._exit_hook = None
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    """SIGTERM/SIGHUP: exit through ``SystemExit`` so the ``atexit`` close runs."""
+    raise SystemExit(128 + signum)

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from agent_rl_sandbox.cli import app
 from agent_rl_sandbox.schemas import tools as io
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
-from agent_rl_sandbox.services import Services
 
 TASK = "claim-before-edit"
 FIXED = (BUILTIN_TASKS_DIR / TASK / "solution" / "files" / "pricing.py").read_text()

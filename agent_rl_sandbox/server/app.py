@@ -1,7 +1,8 @@
 """Wiring of domain services to MCP tools. No domain logic lives here.
 
 Each tool is declared once in :data:`TOOLS` as (name, input model, output model, annotations,
-service method, description). :func:`build_server` registers them on an ``MCPServer``: the tool's
+the domain method that implements it, description): the method is referenced directly (e.g.
+``SandboxService.reset``), so a reader can follow a tool to its code. :func:`build_server` registers them on an ``MCPServer``: the tool's
 parameters are the input model's fields (flat, so agents pass ``{"sandbox_id": ..., "command":
 ...}``), its output schema is the output model, and an :class:`ActionError` from the domain becomes
 a flagged ``ToolError`` whose text says what to do next.
@@ -25,10 +26,13 @@ from pydantic import BaseModel, ValidationError
 from agent_rl_sandbox import __version__
 from agent_rl_sandbox.schemas import reward as evals_io
 from agent_rl_sandbox.schemas import tools as io
-from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.datasets import DatasetValidateInput, DatasetValidateOutput
-from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput, DatasetValidateOutput
+from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.evals import EvalService
+from agent_rl_sandbox.tools.sandbox import SandboxService
+from agent_rl_sandbox.tools.trajectories import TrajectoryService
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +59,9 @@ class ToolSpec:
     input_model: type[BaseModel]
     output_model: type[BaseModel]
     annotations: ToolAnnotations
-    impl: str
-    """``"<service>.<method>"`` on :class:`~agent_rl_sandbox.services.Services` that implements the tool."""
+    impl: Callable[[Any, Any], BaseModel]
+    """The domain method that implements the tool, unbound (e.g. ``SandboxService.reset``); it is
+    bound to the instance of its class held by :class:`~agent_rl_sandbox.services.Services`."""
     description: str
     slow: bool = False
     """Run in a worker thread (commands, the verifier) so the event loop stays responsive."""
@@ -68,7 +73,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.ListTasksInput,
         io.ListTasksOutput,
         READ_ONLY,
-        "sandbox.list_tasks",
+        SandboxService.list_tasks,
         "List the practice tasks (id, behaviour, split, description). Start here, then call sandbox_reset with a task id.",
     ),
     ToolSpec(
@@ -76,7 +81,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxResetInput,
         io.SandboxResetOutput,
         DESTRUCTIVE,
-        "sandbox.reset",
+        SandboxService.reset,
         "Create a fresh sandbox for a task (or return an existing sandbox to its base commit, discarding "
         "its changes) and start recording a new trajectory. Returns the sandbox_id, the instruction to "
         "follow, the files, the isolation in force and the limits.",
@@ -87,7 +92,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxExecInput,
         io.SandboxExecOutput,
         ADDITIVE,
-        "sandbox.exec",
+        SandboxService.exec,
         "Run a shell command (bash -c) in the sandbox's repo root: no network, only the sandbox writable, "
         "time/CPU/memory/process/output limits. Returns exit code, bounded stdout/stderr, files changed. "
         "Use it to inspect and to run tests; the run is recorded as evidence.",
@@ -98,7 +103,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxReadFileInput,
         io.SandboxReadFileOutput,
         READ_ONLY,
-        "sandbox.read_file",
+        SandboxService.read_file,
         "Read a file of the sandbox (path relative to the repo root), up to max_bytes from offset; "
         "next_offset continues a long file.",
     ),
@@ -107,7 +112,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxWriteFileInput,
         io.SandboxWriteFileOutput,
         IDEMPOTENT_ADDITIVE,
-        "sandbox.write_file",
+        SandboxService.write_file,
         "Write a whole file in the sandbox (creating folders). Claim the path with sandbox_claim first: "
         "unclaimed edits are recorded and cost reward.",
         slow=True,
@@ -117,7 +122,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxClaimInput,
         io.SandboxClaimOutput,
         IDEMPOTENT_ADDITIVE,
-        "sandbox.claim",
+        SandboxService.claim,
         "Claim files or folders before editing them. Edit only what you claimed.",
     ),
     ToolSpec(
@@ -125,7 +130,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxStateInput,
         io.SandboxStateOutput,
         READ_ONLY,
-        "sandbox.state",
+        SandboxService.state,
         "Show a sandbox's git diff summary, changed files, claims, commands run, isolation and limits.",
         slow=True,
     ),
@@ -134,7 +139,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.SandboxFinishInput,
         io.SandboxFinishOutput,
         DESTRUCTIVE,
-        "sandbox.finish",
+        SandboxService.finish,
         "End the episode with your final message (say which test command you ran and its result). The "
         "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed.",
         slow=True,
@@ -144,7 +149,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.TrajectoryGetInput,
         io.TrajectoryGetOutput,
         READ_ONLY,
-        "trajectories.get",
+        TrajectoryService.get,
         "Get a trajectory's summary and a page of its steps (offset/limit); full_path holds all of it as JSON.",
     ),
     ToolSpec(
@@ -152,7 +157,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         io.EvalScoreInput,
         io.EvalScoreOutput,
         READ_ONLY,
-        "sandbox.eval_score",
+        SandboxService.eval_score,
         "Score a finished trajectory against its task's reward spec: reward, pass, each criterion with its "
         "explanation and evidence, and whether success was only self-reported.",
         slow=True,
@@ -162,7 +167,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         evals_io.EvalGateInput,
         evals_io.EvalGateOutput,
         READ_ONLY,
-        "evals.gate",
+        EvalService.gate,
         "Ask where your finished trajectories stand against a named eval gate (default: every one of them "
         "passes, no safety violation, nothing unscorable). Filter by session_ids, task_id, behaviour or "
         "agent_name. Returns the verdict, each threshold with the measured value, and what would change the "
@@ -170,14 +175,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         slow=True,
     ),
     ToolSpec(
-        "trajectory_start", io.TrajectoryStartInput, io.TrajectoryStartOutput, ADDITIVE, "trajectories.start",
+        "trajectory_start", io.TrajectoryStartInput, io.TrajectoryStartOutput, ADDITIVE, TrajectoryService.start,
         "Start a trajectory you log yourself (for work outside a sandbox; sandbox_reset already starts one and "
         "records every sandbox action for you). Pass external_id to make retries safe. Steps you log are "
         "stored as self-reported (provenance agent) and never earn reward on their own.",
     ),
     ToolSpec(
         "trajectory_log_step", io.TrajectoryLogStepInput, io.TrajectoryLogStepOutput, ADDITIVE,
-        "trajectories.log_step",
+        TrajectoryService.log_step,
         "Append one step (step) or a batch (steps, up to 500, all or nothing) to a running trajectory. Give "
         "each step a client_step_id: a retried call returns the stored step instead of a duplicate. Tool "
         "calls need ids unique in the step, and each observation result names one of them. Secrets are "
@@ -185,24 +190,24 @@ TOOLS: tuple[ToolSpec, ...] = (
         slow=True,
     ),
     ToolSpec(
-        "trajectory_finish", io.TrajectoryFinishInput, io.TrajectoryFinishOutput, ADDITIVE, "trajectories.finish",
+        "trajectory_finish", io.TrajectoryFinishInput, io.TrajectoryFinishOutput, ADDITIVE, TrajectoryService.finish,
         "Close a trajectory you started with trajectory_start (it becomes immutable; correct it with a new "
         "trajectory whose parent_session_id names it). Sandbox trajectories close with sandbox_finish.",
     ),
     ToolSpec(
-        "trajectory_list", io.TrajectoryListInput, io.TrajectoryListOutput, READ_ONLY, "trajectories.list",
+        "trajectory_list", io.TrajectoryListInput, io.TrajectoryListOutput, READ_ONLY, TrajectoryService.list,
         "List trajectories newest first, filtered by task_id, behaviour, agent_name, outcome (passed, failed, "
         "unscored, running), split, origin and created_after/created_before; page with offset/next_offset.",
     ),
     ToolSpec(
-        "trajectory_export", io.TrajectoryExportInput, io.TrajectoryExportOutput, ADDITIVE, "trajectories.export",
+        "trajectory_export", io.TrajectoryExportInput, io.TrajectoryExportOutput, ADDITIVE, TrajectoryService.export,
         "Write training data from finished trajectories: sft, dpo, kto, grpo (TRL), minimind_sft, minimind_dpo, "
         "minimind_agentic, atif or suite, with a manifest (source ids, filters, counts, hash). Held-out task "
         "variants never enter a training format. Returns the data and manifest paths and what was skipped.",
         slow=True,
     ),
     ToolSpec(
-        "dataset_validate", DatasetValidateInput, DatasetValidateOutput, READ_ONLY, "datasets.validate",
+        "dataset_validate", DatasetValidateInput, DatasetValidateOutput, READ_ONLY, DatasetService.validate,
         "Validate post-training data before training on it: a JSONL/JSON file path or inline rows; kind detected "
         "per row (TRL, MiniMind, OpenAI chat, ATIF, trajectory suite) or forced. Returns verdict, counts by error "
         "code, the first errors with line and JSON path, a summary, and full_report_path when errors were cut.",
@@ -282,7 +287,7 @@ def build_server(settings: Settings | None = None, services: Services | None = N
     )
     for spec in TOOLS:
         server.add_tool(
-            _make_tool(spec, services.resolve(spec.impl)),
+            _make_tool(spec, services.bind(spec.impl)),
             name=spec.name,
             description=spec.description,
             annotations=spec.annotations,

@@ -49,6 +49,9 @@ def serve_stdio(build: Callable[[], Any] | None = None) -> None:
     if build is None:
         from agent_rl_sandbox.server.app import build_server as build
     server = build()
+    services = getattr(server, "services", None)
+    if services is not None:  # this process is ours: close sandboxes on exit and on SIGTERM/SIGHUP
+        services.close_at_exit()
 
     async def main() -> None:
         stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 
 from agent_rl_sandbox.server.app import build_server
-from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "samples"
 

@@ -14,9 +14,9 @@ import pytest
 
 from agent_rl_sandbox.agents.scripted import play_script, service_caller
 from agent_rl_sandbox.schemas.tools import SandboxFinishInput, SandboxResetInput
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR, discover_tasks
-from agent_rl_sandbox.services import Services
 
 TASKS, PROBLEMS = discover_tasks()
 BEHAVIOURS = {

@@ -7,7 +7,6 @@ Public surface:
   :func:`score_suite`: the harness (store, ATIF files, Port Daddy suites) -> ``EvalReport``;
   :func:`report_json` writes it byte-identically.
 - :func:`load_gates`, :func:`evaluate_gate`, :data:`BUILTIN_GATES`: eval gates.
-- :func:`direction_check`, :func:`require_direction`: the reward direction test.
 - :func:`parse_tool_calls`, :func:`failed_step`, :func:`model_output_steps`: malformed tool calls.
 - :func:`detect_loops`: the same failing call repeated.
 - :class:`EvalService`: the ``eval_gate`` MCP tool; :func:`run_score`: the ``score`` CLI command.
@@ -15,7 +14,6 @@ Public surface:
 
 from agent_rl_sandbox.tools.evals._atif import load_atif_file, trajectory_from_atif
 from agent_rl_sandbox.tools.evals._cli import run_score
-from agent_rl_sandbox.tools.evals._direction import DirectionCheck, DirectionError, direction_check, require_direction
 from agent_rl_sandbox.tools.evals._gates import BUILTIN_GATES, evaluate_gate, load_baseline, load_gates
 from agent_rl_sandbox.tools.evals._harness import (
     load_unhooks,
@@ -40,8 +38,6 @@ from agent_rl_sandbox.tools.evals._toolcalls import (
 
 __all__ = [
     "BUILTIN_GATES",
-    "DirectionCheck",
-    "DirectionError",
     "EvalInputError",
     "EvalService",
     "FinalState",
@@ -49,7 +45,6 @@ __all__ = [
     "ToolCallError",
     "build_report",
     "detect_loops",
-    "direction_check",
     "evaluate_gate",
     "failed_step",
     "load_atif_file",
@@ -60,7 +55,6 @@ __all__ = [
     "model_output_steps",
     "parse_tool_calls",
     "report_json",
-    "require_direction",
     "run_score",
     "score_atif",
     "score_path",

@@ -177,7 +177,7 @@ class LiveProcesses:
     """Commands running now: ``pid -> uid`` (uid ``None`` when not switched). Thread-safe.
 
     :meth:`kill_all` kills each command's process group and every process of its uid; the sandbox
-    service calls it from ``close()``, ``atexit`` and its signal handler, so a stopping server leaves
+    service calls it from ``close()`` (which the entry points call on exit and on SIGTERM), so a stopping server leaves
     no stray processes.
     """
 

@@ -15,23 +15,23 @@ When the server runs as root, ``repo/`` (and ``logs/verifier/`` while the verifi
 the sandbox's own unprivileged uid, which every command runs as; everything else stays root's.
 Sandboxes are cleaned up on finish, after ``Settings.sandbox_idle_seconds`` without an action
 (:meth:`SandboxService.reap_idle`, called opportunistically), and every running command is killed
-by :meth:`SandboxService.close`, at interpreter exit and on SIGTERM/SIGHUP.
+by :meth:`SandboxService.close`. The service installs no process-wide handlers (signals, ``atexit``):
+the entry points that own the process (``serve``, the CLI commands) call ``close`` on their way out
+(:meth:`agent_rl_sandbox.services.Services.close_at_exit`), so the domain can run inside any host
+process (uvicorn, a worker, a test).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import os
 import shutil
-import signal
 import stat
 import sys
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -90,23 +90,6 @@ def _copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_CACHES)
 
 
-def _exit_on_signal(signum: int, _frame) -> None:
-    """SIGTERM/SIGHUP: exit through ``SystemExit`` so ``atexit`` handlers (which kill every
-    sandbox command still running) get to run."""
-    raise SystemExit(128 + signum)
-
-
-def _install_exit_signals() -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            if signal.getsignal(sig) in (signal.SIG_DFL, None):
-                signal.signal(sig, _exit_on_signal)
-        except (ValueError, OSError):  # not the main interpreter, or unsupported
-            pass
-
-
 class SandboxService:
     """Tasks, sandboxes and their recorded trajectories.
 
@@ -129,16 +112,6 @@ class SandboxService:
         """Commands running now; :meth:`close` kills them all."""
         self._last_reap = 0.0
         self._harden_home()
-        ref = weakref.ref(self)
-
-        def _close_at_exit() -> None:
-            svc = ref()
-            if svc is not None:
-                svc.close()
-
-        self._atexit = _close_at_exit
-        atexit.register(_close_at_exit)
-        _install_exit_signals()
 
     def _harden_home(self) -> None:
         """Other uids may pass through the home and sandbox folders (to reach their own working
@@ -153,11 +126,10 @@ class SandboxService:
 
     def close(self) -> None:
         """Kill every command still running in any sandbox of this service (process group and
-        sandbox uid). Safe to call more than once; also runs at interpreter exit."""
+        sandbox uid). Safe to call more than once."""
         n = self.live.kill_all()
         if n:
             log.warning("killed %d running sandbox command(s) on shutdown", n)
-        atexit.unregister(self._atexit)
 
     @property
     def isolation(self) -> Isolation:

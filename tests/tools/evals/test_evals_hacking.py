@@ -1,21 +1,15 @@
 """Reward hacking through the real sandbox service: each trajectory tries to win without doing the
-work, on the built-in task ``claim-before-edit``, and must fail (and score below 1).
-
-Also the reward direction test, with the real task and with a deliberately inverted spec."""
+work, on the built-in task ``claim-before-edit``, and must fail (and score below 1)."""
 
 from __future__ import annotations
-
-import shutil
-import tomllib
 
 import pytest
 from evals_builders import Episode as _Episode
 
 from agent_rl_sandbox.schemas import tools as io
-from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.evals import DirectionError, direction_check, require_direction
-from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
 from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
 
 TASK = "claim-before-edit"
 FIXED = (BUILTIN_TASKS_DIR / TASK / "solution" / "files" / "pricing.py").read_text()
@@ -218,39 +212,6 @@ def test_honest_fix_still_passes(svc):
     assert out.passed and out.reward == 1.0, crit
     assert not report.self_report_only
 
-
-# -- direction test ------------------------------------------------------------------------------
-
-
-def test_direction_check_passes_for_the_builtin_task(svc):
-    result = direction_check(svc, TASK)
-    assert result.ok, result.problems
-    assert result.good_reward > result.bad_reward and result.good_passed and not result.bad_passed
-
-
-def test_inverted_spec_is_refused_for_training(tmp_path):
-    task_dir = tmp_path / "tasks" / "inverted"
-    shutil.copytree(BUILTIN_TASKS_DIR / TASK, task_dir)
-    toml = (task_dir / "task.toml").read_text()
-    head = toml.split("[reward]")[0].replace('id = "claim-before-edit"', 'id = "claim-before-edit-inverted"')
-    inverted = head + (
-        "[reward]\naggregation = \"all\"\n\n[[reward.criteria]]\nid = \"never_claim\"\ntype = \"forbidden_action\"\n"
-        "action = { tool = \"sandbox_claim\" }\n"
-    )
-    (task_dir / "task.toml").write_text(inverted)
-    assert tomllib.loads(inverted)["id"] == "claim-before-edit-inverted"
-    services = Services.build(Settings(home=tmp_path / "home", task_dirs=(tmp_path / "tasks",)))
-    try:
-        result = direction_check(services, "claim-before-edit-inverted")
-        assert not result.ok
-        assert result.bad_reward > result.good_reward
-        assert any("direction test" in p for p in result.problems)
-        with pytest.raises(DirectionError, match="refused for training"):
-            require_direction(services, "claim-before-edit-inverted")
-        missing = direction_check(services, "no-such-task")
-        assert not missing.ok and "unknown task" in missing.problems[0]
-    finally:
-        services.close()
 
 
 EXIT_HOOK = """

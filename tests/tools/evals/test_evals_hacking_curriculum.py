@@ -17,9 +17,9 @@ from evals_builders import Episode
 from agent_rl_sandbox.agents.scripted import play_script, service_caller
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.schemas.task import ScriptedCall
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR, discover_tasks
-from agent_rl_sandbox.services import Services
 
 TASKS, _ = discover_tasks()
 

@@ -13,11 +13,11 @@ from agent_rl_sandbox.cli import app
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.schemas.reward import EvalGateInput
 from agent_rl_sandbox.server.app import TOOLS, build_server
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import report_json, score_store
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
-from agent_rl_sandbox.services import Services
 
 TASK = "claim-before-edit"
 FIXED = (BUILTIN_TASKS_DIR / TASK / "solution" / "files" / "pricing.py").read_text()
@@ -97,7 +97,7 @@ async def test_eval_gate_over_mcp(world):
         assert err.is_error and "Next step" in "".join(getattr(b, "text", "") for b in err.content)
     # nothing an agent can call changes a gate or promotes past it
     for t in TOOLS:
-        if t.impl.startswith("evals."):
+        if t.impl.__qualname__.startswith("EvalService."):
             assert t.annotations.read_only_hint is True
     words = ("approve", "promote", "deploy", "gate_set", "set_gate", "update_gate", "enable")
     assert not [t.name for t in TOOLS if any(w in t.name for w in words)]

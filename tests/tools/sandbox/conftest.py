@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import HAS_BWRAP, IN_CI
 
-from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
 
 
 @pytest.fixture

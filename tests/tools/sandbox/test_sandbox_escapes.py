@@ -28,11 +28,11 @@ from agent_rl_sandbox.schemas.tools import (
     SandboxStateInput,
     SandboxWriteFileInput,
 )
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
 from agent_rl_sandbox.tools.sandbox._runner import CUT_MARKER, pids_of_uid, python_mounts
-from agent_rl_sandbox.services import Services
 
 
 class Canary:

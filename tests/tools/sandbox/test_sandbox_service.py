@@ -23,11 +23,11 @@ from agent_rl_sandbox.schemas.tools import (
     SandboxStateInput,
     SandboxWriteFileInput,
 )
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._runner import pids_of_uid
-from agent_rl_sandbox.services import Services
 
 MESS = (
     "echo changed >> shopcart/pricing.py && rm shopcart/cart.py && mkdir -p new/deep && echo x > new/deep/f.txt "
@@ -189,6 +189,7 @@ SERVER = textwrap.dedent(
     from agent_rl_sandbox.services import Services
 
     s = Services.build(Settings(home=Path(sys.argv[1]), isolation=sys.argv[2]))
+    s.close_at_exit()  # what the serve entry point does
     sid = s.sandbox.reset(SandboxResetInput(task_id="claim-before-edit")).sandbox_id
     cmd = "(sleep 3171 &); sleep 3172 & sleep 3173"
     run = lambda: s.sandbox.exec(SandboxExecInput(sandbox_id=sid, command=cmd))

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from agent_rl_sandbox.cli import app
 from agent_rl_sandbox.schemas.tools import ListTasksInput
+from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import TaskError, discover_tasks, load_task
-from agent_rl_sandbox.services import Services
 
 GOOD_ORACLE = json.dumps(
     {"calls": [

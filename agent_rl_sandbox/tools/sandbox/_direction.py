@@ -9,9 +9,13 @@ that fails it; ``agent-rl-sandbox tasks check`` runs the same test.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.sandbox._scripted import ScriptError, play_task_script
+
+if TYPE_CHECKING:
+    from agent_rl_sandbox.tools.sandbox._service import SandboxService
 
 
 class DirectionError(ActionError):
@@ -34,16 +38,14 @@ class DirectionCheck:
     problems: list[str] = field(default_factory=list)
 
 
-def direction_check(services: Any, task_id: str) -> DirectionCheck:
+def direction_check(sandbox: SandboxService, task_id: str) -> DirectionCheck:
     """Play the oracle and the known-bad script of ``task_id`` and compare their scores.
 
     Never raises for a bad task: problems (a missing script, a failed reset) are in ``problems``
     with ``ok`` false."""
-    from agent_rl_sandbox.tools.sandbox._scripted import ScriptError, play_task_script
-
     try:
-        good_ep = play_task_script(services.sandbox, task_id, "oracle", agent="direction-oracle")
-        bad_ep = play_task_script(services.sandbox, task_id, "known_bad", agent="direction-known_bad")
+        good_ep = play_task_script(sandbox, task_id, "oracle", agent="direction-oracle")
+        bad_ep = play_task_script(sandbox, task_id, "known_bad", agent="direction-known_bad")
     except (ActionError, ScriptError, OSError, ValueError) as e:
         msg = e.agent_text() if isinstance(e, ActionError) else f"{type(e).__name__}: {e}"
         return DirectionCheck(task_id, False, 0.0, 0.0, False, False, problems=[msg])
@@ -63,9 +65,9 @@ def direction_check(services: Any, task_id: str) -> DirectionCheck:
     )
 
 
-def require_direction(services: Any, task_id: str) -> DirectionCheck:
+def require_direction(sandbox: SandboxService, task_id: str) -> DirectionCheck:
     """:func:`direction_check`, raising :class:`DirectionError` when it fails (for the training path)."""
-    result = direction_check(services, task_id)
+    result = direction_check(sandbox, task_id)
     if not result.ok:
         raise DirectionError(
             f"task {task_id} is refused for training: {'; '.join(result.problems)}",
