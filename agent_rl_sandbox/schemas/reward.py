@@ -483,6 +483,11 @@ class ScoreReport(BaseModel):
     """Steps recording a tool call that could not be parsed (no name, broken JSON, ...)."""
     behaviour: str | None = None
     """Behaviour of the trajectory's task, when known."""
+    trust: Literal["store", "verified_export", "self_reported"] | None = None
+    """Where the scored record came from: ``store`` (this store's own record), ``verified_export`` (a file
+    whose export signature verifies with this home's key: scored as the store scores it),
+    ``self_reported`` (any other file: its provenance, reward and pass claims are ignored); ``None`` when
+    not recorded (a score made at ``sandbox_finish``, a Port Daddy suite row)."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -88,12 +88,14 @@ def _now() -> str:
 
 
 def _text_of(value: Any) -> str:
+    """A tool response's text: MCP content blocks become their text (``content_text``); a response with
+    no text parts is kept whole as canonical JSON."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(b, dict) for b in value):
-        texts = [b.get("text") for b in value if isinstance(b.get("text"), str)]
-        if texts:
-            return "\n".join(texts)
+    if isinstance(value, list) and all(isinstance(b, dict) for b in value) and any(isinstance(b.get("text"), str) for b in value):
+        from agent_rl_sandbox.tools.formats import content_text
+
+        return content_text(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

@@ -4,7 +4,8 @@ ATIF rules follow harbor's pydantic models (``harbor/models/trajectories``, ATIF
 required root and step fields, ``source`` in system/user/agent, ``step_id`` sequential from 1, ISO 8601
 ``timestamp``, agent-only fields (``model_name``, ``reasoning_effort``, ``reasoning_content``,
 ``tool_calls``, ``metrics``) only on agent steps, no duplicate ``tool_call_id`` within a step, and every
-observation ``source_call_id`` naming a tool call of the same step. Beyond harbor: tool calls name a tool
+observation ``source_call_id`` naming a tool call of the same step (those two pairing rules are the ATIF
+reader's, :func:`agent_rl_sandbox.tools.formats.atif.integrity_issues`, shared with import and score). Beyond harbor: tool calls name a tool
 in ``agent.tool_definitions`` (when given) and their arguments satisfy its ``parameters``.
 
 Trajectory suites are checked for structure only, against the schema generated from the project's suite
@@ -18,6 +19,8 @@ import json
 from datetime import datetime
 from functools import cache
 from typing import Any
+
+from agent_rl_sandbox.tools.formats.atif import integrity_issues
 
 from ._params import check_arguments, json_type
 from ._rules import RowCtx, RowInfo, ToolSet, _check_decls_visible, _text_of, normalise
@@ -160,7 +163,6 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
             for key in _AGENT_ONLY:
                 if step.get(key) is not None:
                     ctx.err(f"{p}.{key}", "agent_only_field", f"'{key}' is only allowed on agent steps (source is {source})")
-        call_ids: set[str] = set()
         calls = step.get("tool_calls")
         if calls is not None:
             if type(calls) is not list:
@@ -180,10 +182,6 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
                 if "tool_call_id" in call:
                     if type(cid) is not str:
                         ctx.err(f"{cp}.tool_call_id", "wrong_type", "tool_call_id must be a string")
-                    elif cid in call_ids:
-                        ctx.err(f"{cp}.tool_call_id", "duplicate_tool_call_id", f"tool_call_id {cid!r:.40} repeats in this step")
-                    else:
-                        call_ids.add(cid)
                 if "function_name" in call:
                     if type(name) is not str:
                         ctx.err(f"{cp}.function_name", "wrong_type", "function_name must be a string")
@@ -227,13 +225,14 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
                     src = res.get("source_call_id")
                     if src is not None and type(src) is not str:
                         ctx.err(f"{rp}.source_call_id", "wrong_type", "source_call_id must be a string")
-                    elif type(src) is str and src not in call_ids:
-                        ctx.err(f"{rp}.source_call_id", "observation_orphan",
-                                f"source_call_id {src!r:.40} names no tool call of this step")
                     content = res.get("content")
                     if content is not None and type(content) not in (str, list):
                         ctx.err(f"{rp}.content", "wrong_type", "content must be a string or a list of parts")
                     total += len(_text_of(content) or "")
+        # The pairing rules (duplicate call ids, results naming no call) are the ATIF reader's, shared
+        # with import and score, so all three report the same finding code.
+        for issue in integrity_issues(step, p):
+            ctx.err(issue.path, issue.code, issue.message)
     info.total_chars = total + (tools.chars if tools else 0)
     info.prompt_chars = info.total_chars
     if ctx.need_key and prompt_text:

@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from agent_rl_sandbox.tools.formats import content_text
+
 from . import _openai_rules as OA
 from ._params import check_arguments, json_type
 from ._reader import DECODER
@@ -139,11 +141,13 @@ def normalise(text: str) -> str:
 
 
 def _text_of(content: Any) -> str | None:
-    """Text of a message content: the string, or the joined ``text`` of content parts; ``None`` otherwise."""
+    """Text of a message content (:func:`~agent_rl_sandbox.tools.formats.content_text`, images counting no
+    text); ``None`` when the content is neither a string nor a list of parts (a type error, reported
+    elsewhere)."""
     if type(content) is str:
         return content
     if type(content) is list:
-        return "\n".join(p["text"] for p in content if type(p) is dict and type(p.get("text")) is str)
+        return content_text(content, image=None)
     return None
 
 

@@ -1,20 +1,22 @@
-"""Import ATIF v1.x trajectories (Harbor's Agent Trajectory Interchange Format) for scoring.
+"""ATIF v1.x trajectories for scoring, read with the one ATIF reader (:mod:`agent_rl_sandbox.tools.formats.atif`).
 
-Provenance: ATIF steps carry no provenance, so every imported action counts as **self-logged**
-(``agent``) unless the step's ``extra.provenance`` says ``server`` or ``hook``. With a spec's
-default ``trust_agent_logged = false``, imported actions therefore do not satisfy action, order or
-evidence criteria; set ``trust_agent_logged = true`` in the spec to score agent logs you trust.
-The RL fields this project exports in ``extra`` (``outcome``, ``exit_code``, ``state_ref``,
-``files_changed``) are read back when present.
+Trust: the reader's rule. A document that is not a verified export of this store is **self-reported**:
+every step counts as self-logged (``agent``) whatever its ``extra.provenance`` says (kept as
+``extra.claimed_provenance``), so with a spec's default ``trust_agent_logged = false`` its actions do not
+satisfy action, order or evidence criteria. A verified export keeps its steps' provenance. The RL fields
+this project exports in ``extra`` (``outcome``, ``exit_code``, ``state_ref``) are read back either way
+(they describe what the step says happened, and only trusted steps count).
 
-Malformed tool calls inside a file (no name, non-object arguments) become failed steps
-(``invalid_tool_call``, outcome ``error``) instead of rejecting the file; a document that is not an
-ATIF trajectory at all raises :class:`EvalInputError` naming the JSON path.
+Integrity: the same rules as ``import`` and ``validate``: a step with duplicate tool call ids or an
+observation naming no call of its step, a bad ``source``, a step that is not an object, a missing
+``session_id`` or an unsupported ``schema_version`` rejects the document with an
+:class:`EvalInputError` naming the JSON path and the validator's finding code. Malformed tool calls (no
+name, arguments that are not an object) become failed steps (``invalid_tool_call``, outcome ``error``):
+they are what a model produced, and scoring them is the point.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,100 +25,61 @@ from pydantic import ValidationError
 from agent_rl_sandbox.schemas.trajectory import AgentInfo, Step, Trajectory
 from agent_rl_sandbox.tools.evals._actions import FINISH_TOOLS, MALFORMED_TOOL
 from agent_rl_sandbox.tools.evals._inputs import EvalInputError, parse_json, read_bytes, validation_message
+from agent_rl_sandbox.tools.formats.atif import (
+    OUTCOMES,
+    AtifDocument,
+    AtifStep,
+    is_atif,
+    read_document,
+    step_provenance,
+)
 
-_OUTCOMES = ("ok", "error", "refused", "limit", "unknown")
-_SOURCES = ("user", "agent", "system")
+__all__ = ["is_atif", "load_atif_file", "trajectory_from_atif", "trajectory_from_document"]
 
-
-def is_atif(doc: Any) -> bool:
-    """True when ``doc`` looks like an ATIF trajectory (``steps`` list plus ``schema_version`` or ``session_id``)."""
-    return isinstance(doc, dict) and isinstance(doc.get("steps"), list) and ("schema_version" in doc or "session_id" in doc)
-
-
-def _text(value: Any) -> str:
-    """ATIF message/content: a string, or a list of content parts (``{"type": "text", "text": ...}``)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for p in value:
-            if isinstance(p, str):
-                parts.append(p)
-            elif isinstance(p, dict) and isinstance(p.get("text"), str):
-                parts.append(p["text"])
-        return "\n".join(parts)
-    return json.dumps(value, sort_keys=True, default=str)
+MAX_ISSUES_SHOWN = 5
 
 
-def _bad(label: str, where: str, msg: str) -> EvalInputError:
-    return EvalInputError(f"{label}: {where}: {msg}", "fix the ATIF file (schema_version, session_id, steps[])")
+def _reject(label: str, doc: AtifDocument) -> EvalInputError:
+    issues = doc.all_errors
+    shown = "; ".join(f"{label}: {i}" for i in issues[:MAX_ISSUES_SHOWN])
+    more = f" (+{len(issues) - MAX_ISSUES_SHOWN} more)" if len(issues) > MAX_ISSUES_SHOWN else ""
+    return EvalInputError(shown + more, "fix the ATIF file (`agent-rl-sandbox validate FILE` lists every problem)")
 
 
-def _step(raw: Any, pos: int, label: str) -> Step:
-    where = f"$.steps[{pos}]"
-    if not isinstance(raw, dict):
-        raise _bad(label, where, f"expected an object, got {type(raw).__name__}")
-    extra = raw.get("extra") if isinstance(raw.get("extra"), dict) else {}
-    extra = dict(extra)
-    prov = extra.get("provenance")
-    provenance = prov if prov in ("server", "hook", "agent") else "agent"
-    source = raw.get("source", "agent")
-    if source not in _SOURCES:
-        raise _bad(label, f"{where}.source", f"expected one of {list(_SOURCES)}, got {source!r}")
-    if raw.get("step_id") != pos + 1:
-        extra["atif_step_id"] = raw.get("step_id")
-    calls: list[dict] = []
-    failed: list[str] = []
-    raw_calls = raw.get("tool_calls")
-    if raw_calls is not None and not isinstance(raw_calls, list):
-        failed.append(f"tool_calls is {type(raw_calls).__name__}, not a list")
-        raw_calls = []
-    for i, tc in enumerate(raw_calls or []):
-        if not isinstance(tc, dict):
-            failed.append(f"tool_calls[{i}] is {type(tc).__name__}, not an object")
+def _step(s: AtifStep, pos: int, verified: bool) -> Step:
+    extra = dict(s.extra)
+    provenance = step_provenance(s, verified=verified)
+    claimed = s.rl.get("provenance")
+    if claimed is not None and claimed != provenance:
+        extra["claimed_provenance"] = claimed
+    if s.step_id != pos + 1:
+        extra["atif_step_id"] = s.step_id
+    calls: list[dict[str, Any]] = []
+    failed: list[str] = [s.calls_problem] if s.calls_problem else []
+    for c in s.calls:
+        if c.problem:
+            failed.append(c.problem)
             continue
-        name, args = tc.get("function_name"), tc.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except ValueError:
-                failed.append(f"tool_calls[{i}].arguments is not valid JSON")
-                continue
-        if not isinstance(name, str) or not name:
-            failed.append(f"tool_calls[{i}] has no function_name")
-            continue
-        if not isinstance(args, dict):
-            failed.append(f"tool_calls[{i}].arguments is {type(args).__name__}, not an object")
-            continue
-        call_id = tc.get("tool_call_id") if isinstance(tc.get("tool_call_id"), str) else f"call_{pos + 1}_{i}"
-        calls.append({"tool_call_id": call_id, "function_name": name, "arguments": args})
-    results = []
-    obs = raw.get("observation")
-    if isinstance(obs, dict) and isinstance(obs.get("results"), list):
-        for r in obs["results"]:
-            if isinstance(r, dict):
-                sid = r.get("source_call_id")
-                results.append({"source_call_id": sid if isinstance(sid, str) else None, "content": _text(r.get("content"))})
-    outcome = extra.get("outcome") if extra.get("outcome") in _OUTCOMES else "ok"
-    exit_code = extra.get("exit_code") if isinstance(extra.get("exit_code"), int) and not isinstance(extra.get("exit_code"), bool) else None
+        calls.append({"tool_call_id": c.tool_call_id or f"call_{pos + 1}_{c.index}", "function_name": c.function_name,
+                      "arguments": c.arguments})
+    results = [{"source_call_id": r.source_call_id, "content": r.content} for r in s.results]
+    outcome = s.rl.get("outcome") if s.rl.get("outcome") in OUTCOMES else "ok"
+    code = s.rl.get("exit_code")
+    exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
     if failed:
         extra["malformed_tool_call"] = "; ".join(failed)
         calls.append({"tool_call_id": f"malformed_{pos + 1}", "function_name": MALFORMED_TOOL, "arguments": {}})
         results.append({"source_call_id": f"malformed_{pos + 1}", "content": "error: malformed tool call: " + "; ".join(failed)})
         outcome = "error"
-    ts = raw.get("timestamp")
-    state_ref = extra.get("state_ref") if isinstance(extra.get("state_ref"), str) else None
-    metrics = raw.get("metrics") if isinstance(raw.get("metrics"), dict) else None
+    state_ref = s.rl.get("state_ref") if isinstance(s.rl.get("state_ref"), str) else None
     return Step(
         step_id=pos + 1,
-        timestamp=ts if isinstance(ts, str) else "",
-        source=source,
-        message=_text(raw.get("message")),
+        timestamp=s.timestamp or "",
+        source=s.source,
+        message=s.message,
         tool_calls=calls or None,
         observation={"results": results} if results else None,
-        metrics=metrics,
+        metrics=s.metrics,
         extra=extra,
         provenance=provenance,
         outcome=outcome,
@@ -138,42 +101,27 @@ def _final_message(steps: list[Step]) -> str | None:
     return None
 
 
-def trajectory_from_atif(doc: Any, label: str) -> Trajectory:
-    """Convert a parsed ATIF document into a :class:`Trajectory` (provenance rule in the module doc).
+def trajectory_from_document(doc: AtifDocument, label: str, *, verified: bool = False) -> Trajectory:
+    """A parsed ATIF document as a :class:`Trajectory` (trust and integrity rules in the module doc).
 
-    Raises :class:`EvalInputError` naming ``label`` and the JSON path when it is not ATIF."""
-    if not isinstance(doc, dict):
-        raise _bad(label, "$", f"expected an ATIF object, got {type(doc).__name__}")
-    version = doc.get("schema_version")
-    if version is not None and (not isinstance(version, str) or not version.startswith("ATIF-v1")):
-        raise _bad(label, "$.schema_version", f"unsupported version {version!r} (expected ATIF-v1.x)")
-    sid = doc.get("session_id")
-    if not isinstance(sid, str) or not sid:
-        raise _bad(label, "$.session_id", "missing or not a string")
-    raw_steps = doc.get("steps")
-    if not isinstance(raw_steps, list):
-        raise _bad(label, "$.steps", "missing or not a list")
-    agent_raw = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+    Raises :class:`EvalInputError` naming ``label``, the JSON path and the finding code when the document
+    breaks a rule."""
+    if not doc.ok:
+        raise _reject(label, doc)
     try:
-        agent = AgentInfo.model_validate(agent_raw)
+        agent = AgentInfo.model_validate(doc.agent)
     except ValueError:
-        agent = AgentInfo(name=str(agent_raw.get("name", "unknown")))
+        agent = AgentInfo(name=str(doc.agent.get("name", "unknown")))
     try:
-        steps = [_step(s, i, label) for i, s in enumerate(raw_steps)]
+        steps = [_step(s, i, verified) for i, s in enumerate(doc.steps)]
     except ValidationError as e:  # a field of a step has the wrong type
         raise EvalInputError(validation_message(label, e), "fix the ATIF file") from None
-    root_extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
-
-    def _opt(key: str) -> str | None:
-        v = root_extra.get(key)
-        return v if isinstance(v, str) and v else None
-
-    split = _opt("split")
+    split = doc.text("split")
     return Trajectory(
-        session_id=sid,
+        session_id=doc.session_id or "",
         agent=agent,
-        task_id=_opt("task_id"),
-        behaviour=_opt("behaviour"),
+        task_id=doc.text("task_id"),
+        behaviour=doc.text("behaviour"),
         split=split if split in ("train", "heldout") else None,
         status="finished",
         created_at=steps[0].timestamp if steps else "",
@@ -183,7 +131,13 @@ def trajectory_from_atif(doc: Any, label: str) -> Trajectory:
     )
 
 
+def trajectory_from_atif(doc: Any, label: str, *, verified: bool = False) -> Trajectory:
+    """Read a decoded ATIF value and convert it (see :func:`trajectory_from_document`); ``verified``:
+    the caller checked that it is a verified export of this store. Raises :class:`EvalInputError`."""
+    return trajectory_from_document(read_document(doc), label, verified=verified)
+
+
 def load_atif_file(path: Path, label: str | None = None) -> Trajectory:
-    """Read and convert one ATIF file; raises :class:`EvalInputError` (file and JSON path)."""
+    """Read and convert one ATIF file as self-reported; raises :class:`EvalInputError` (file and JSON path)."""
     label = label or Path(path).name
     return trajectory_from_atif(parse_json(read_bytes(Path(path), label), label), label)

@@ -19,6 +19,7 @@ from agent_rl_sandbox.tools.evals._gates import count_validated, evaluate_gate, 
 from agent_rl_sandbox.tools.evals._harness import load_unhooks, score_path
 from agent_rl_sandbox.tools.evals._inputs import EvalInputError, load_reward_spec
 from agent_rl_sandbox.tools.evals._report import report_json
+from agent_rl_sandbox.tools.formats.signing import export_key
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 MAX_TABLE_ROWS = 50
@@ -143,7 +144,8 @@ def run_score(
             from agent_rl_sandbox.tools.sandbox import discover_tasks
 
             tasks = discover_tasks(settings.task_dirs)[0]
-        report = score_path(path, services=services, spec=spec_obj, tasks=tasks, task_id=task_id)
+        key = None if is_store else export_key(settings.home)  # files are trusted only if this home signed them
+        report = score_path(path, services=services, spec=spec_obj, tasks=tasks, task_id=task_id, export_key=key)
         if is_store:
             _check_store_report(report, path, task_id)
         if unhooks is not None:

@@ -21,7 +21,7 @@ from agent_rl_sandbox.schemas.reward import (
     ScoreReport,
 )
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_atif
+from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_document
 from agent_rl_sandbox.tools.evals._inputs import (
     JSONL_SUFFIXES,
     EvalInputError,
@@ -33,6 +33,8 @@ from agent_rl_sandbox.tools.evals._inputs import (
 from agent_rl_sandbox.tools.evals._port_daddy import score_suite
 from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
 from agent_rl_sandbox.tools.evals._scoring import score_trajectory
+from agent_rl_sandbox.tools.formats.atif import STORE_SCORE_KEY, claims, read_document
+from agent_rl_sandbox.tools.formats.signing import verify
 
 STORE_PAGE = 500
 MAX_STORE_TRAJECTORIES = 100_000
@@ -66,7 +68,14 @@ def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None
     raise EvalInputError("no reward spec: the trajectory names no task", "pass --spec FILE or --task ID")
 
 
-def score_atif(path: Path, *, spec: RewardSpec | None = None, tasks: dict | None = None, task_id: str | None = None) -> EvalReport:
+def score_atif(
+    path: Path,
+    *,
+    spec: RewardSpec | None = None,
+    tasks: dict | None = None,
+    task_id: str | None = None,
+    export_key: bytes | None = None,
+) -> EvalReport:
     """Score one ATIF file, or every ``*.json`` / ``*.jsonl`` file under a folder (recursively, sorted).
 
     A file holds one ATIF document, or one per line (JSON Lines: a ``.jsonl`` name, or several
@@ -74,6 +83,12 @@ def score_atif(path: Path, *, spec: RewardSpec | None = None, tasks: dict | None
     ``file:LINE``. The reward spec is ``spec``, else the spec of ``task_id`` / the document's
     ``extra.task_id`` among ``tasks`` (``Task`` objects by id). There is no sandbox final state, so
     criteria that read files or the verifier are unscorable (status ``error``).
+
+    Trust (the ATIF reader's rule): a document is self-reported (``trust = "self_reported"``: its steps
+    count as self-logged, its reward/pass claims are ignored, and the report warns) unless its export
+    signature verifies with ``export_key`` (this home's ``export.key``). A verified export
+    (``trust = "verified_export"``) keeps its steps' provenance, and when it carries the store's score and
+    no ``spec`` overrides the task's, that score *is* its verdict: the same rewards as ``score store:ID``.
 
     Documents that fail to load are ``problems``; raises :class:`EvalInputError` when the input is a
     single JSON document that fails, or when nothing at all could be scored.
@@ -93,11 +108,52 @@ def score_atif(path: Path, *, spec: RewardSpec | None = None, tasks: dict | None
     hints: list[str] = []
     with paused_gc():
         for f, label in zip(files, labels, strict=True):
-            _score_file(f, label, scores, problems, hints, single=len(files) == 1, spec=spec, tasks=tasks, task_id=task_id)
+            _score_file(
+                f, label, scores, problems, hints, single=len(files) == 1, spec=spec, tasks=tasks, task_id=task_id,
+                export_key=export_key,
+            )
     if not scores:
         raise _nothing_scored(path.name, problems, hints)
-    warnings = ["ATIF steps carry no provenance: actions count as self-logged (agent) unless extra.provenance says otherwise"]
+    verified = sum(1 for s in scores if s.trust == "verified_export")
+    warnings = [
+        "ATIF files are self-reported: step provenance counts only in a verified export of this store"
+        f" ({verified} of {len(scores)} trajector{'y' if len(scores) == 1 else 'ies'} verified); other steps count"
+        " as self-logged (agent)"
+    ]
+    claimed = [s.session_id for s in scores if s.trust == "self_reported" and any(w.startswith(_CLAIM_WARNING) for w in s.warnings)]
+    if claimed:
+        shown = ", ".join(claimed[:5]) + (f" (+{len(claimed) - 5} more)" if len(claimed) > 5 else "")
+        warnings.append(f"{len(claimed)} trajector{'y' if len(claimed) == 1 else 'ies'} claim trust they cannot prove"
+                        f" (provenance, reward or a store score ignored): {shown}")
     return build_report("atif", path.name, scores, problems=problems, warnings=warnings)
+
+
+_CLAIM_WARNING = "self-reported: "
+
+
+def _score_document(raw: Any, where: str, *, spec, tasks, task_id, export_key: bytes | None) -> ScoreReport:
+    """Score one decoded ATIF document under the trust rule (see :func:`score_atif`)."""
+    doc = read_document(raw)
+    check = verify(raw, export_key, "atif")
+    traj = trajectory_from_document(doc, where, verified=check.verified)
+    if task_id and traj.task_id is None:
+        traj = traj.model_copy(update={"task_id": task_id})
+    stored = doc.extra.get(STORE_SCORE_KEY) if check.verified else None
+    if stored is not None and spec is None and isinstance(stored, dict) and stored.get("session_id") == traj.session_id:
+        try:
+            report = ScoreReport.model_validate(stored)
+        except ValueError:
+            report = None
+        if report is not None and (task_id is None or report.task_id == task_id):
+            return report.model_copy(update={"trust": "verified_export", "behaviour": traj.behaviour or report.behaviour})
+    report = score_trajectory(traj, _spec_for(traj.task_id, spec, tasks, task_id))
+    if check.verified:
+        return report.model_copy(update={"trust": "verified_export"})
+    warnings = list(report.warnings)
+    claimed = claims(doc)
+    if claimed or check.status != "unsigned":
+        warnings.append(f"{_CLAIM_WARNING}{check.reason()}; ignored: {', '.join(claimed) or 'its signature'}")
+    return report.model_copy(update={"trust": "self_reported", "warnings": warnings})
 
 
 ATIF_SUFFIXES = (".json", *JSONL_SUFFIXES)
@@ -125,7 +181,7 @@ def _problem(e: EvalInputError, label: str) -> InputProblem:
     return InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg)
 
 
-def _score_file(f: Path, label: str, scores, problems, hints, *, single: bool, spec, tasks, task_id) -> None:
+def _score_file(f: Path, label: str, scores, problems, hints, *, single: bool, spec, tasks, task_id, export_key) -> None:
     """Score the documents of one file into ``scores``; what fails goes to ``problems`` (``hints``
     collects the next steps), except a single JSON document's failure, which is raised."""
     try:
@@ -150,10 +206,7 @@ def _score_file(f: Path, label: str, scores, problems, hints, *, single: bool, s
                 raise doc
             if not is_atif(doc):
                 raise EvalInputError(f"{where}: $: not an ATIF trajectory (needs `steps` and `session_id`)", _ATIF_HINT)
-            traj = trajectory_from_atif(doc, where)
-            if task_id and traj.task_id is None:
-                traj = traj.model_copy(update={"task_id": task_id})
-            scores.append(score_trajectory(traj, _spec_for(traj.task_id, spec, tasks, task_id)))
+            scores.append(_score_document(doc, where, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key))
         except EvalInputError as e:
             if single and not is_lines:
                 raise
@@ -197,7 +250,7 @@ def score_store(
         try:
             report = sandbox.eval_score(EvalScoreInput(session_id=sid)).report
             summary = store.summary(sid)
-            scores.append(report.model_copy(update={"behaviour": summary.behaviour}))
+            scores.append(report.model_copy(update={"behaviour": summary.behaviour, "trust": "store"}))
         except ActionError as e:
             problems.append(InputProblem(source=sid, message=e.message))
     filters = [f"{k}={v}" for k, v in (("task_id", task_id), ("behaviour", behaviour), ("agent", agent_name)) if v]
@@ -213,12 +266,15 @@ def score_path(
     spec: RewardSpec | None = None,
     tasks: dict | None = None,
     task_id: str | None = None,
+    export_key: bytes | None = None,
 ) -> EvalReport:
     """Score whatever ``path`` names: ``store`` / ``store:ID,ID`` (needs ``services``), a folder of
     ATIF files, a JSON file holding a Port Daddy suite or one ATIF trajectory, or an ATIF JSON Lines
     file (one trajectory per line, e.g. ``trajectories.atif.jsonl`` from ``export atif``).
 
-    Raises :class:`EvalInputError` when the input cannot be read or is invalid."""
+    ``export_key`` is this home's export key (``formats.signing.export_key``): only files it verifies are
+    trusted (see :func:`score_atif`). Raises :class:`EvalInputError` when the input cannot be read or is
+    invalid."""
     text = str(path)
     if text == "store" or text.startswith("store:"):
         if services is None:
@@ -227,14 +283,14 @@ def score_path(
         return score_store(services, session_ids=ids, task_id=task_id)
     p = Path(path)
     if p.is_dir() or p.suffix.lower() in JSONL_SUFFIXES:
-        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
+        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     is_lines, doc = parse_json_or_lines(read_bytes(p), p.name)
     if is_lines:  # several documents: ATIF JSON Lines
-        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
+        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     if is_suite(doc):
         return score_suite(load_suite(doc, p.name), p.name)
     if is_atif(doc):
-        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id)
+        return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     raise EvalInputError(
         f"{p.name}: $: neither a Port Daddy suite (an object with `tasks`) nor an ATIF trajectory (with `steps`)",
         "pass a suite JSON, an ATIF file (.json, or .jsonl with one per line) or folder, or `store`",

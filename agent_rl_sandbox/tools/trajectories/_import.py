@@ -14,8 +14,9 @@ imported steps get the same redaction, numbering and integrity checks as logged 
   ``split: heldout`` is kept (held out stays held out), its ``train`` is not trusted for unknown tasks.
 - **Tool calls pair with results by id.** A call with no result anywhere in the file (a cancelled run) is
   stored as a failed step (``outcome: error``, ``extra.missing_result``), never given a made-up result.
-  In an ATIF file, duplicate tool call ids within a step or a result pointing at a call the step lacks
-  reject that trajectory (an error naming the step).
+  ATIF files are read with the one ATIF reader (``tools.formats.atif``): its findings (duplicate tool call
+  ids within a step, a result pointing at a call the step lacks, a bad source or version, no session id)
+  reject that trajectory, with an error naming the step.
 - **Idempotent.** A trajectory's id derives from the format, the file's content hash and the trajectory's
   key in the file, so importing the same file again stores nothing new (``already_imported``); an
   interrupted import resumes (steps carry ``client_step_id = imp:<n>``). A changed file imports as a new
@@ -35,8 +36,8 @@ from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import ImportProblem, ImportReport
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.trajectories._atif import RL_STEP_KEYS
-from agent_rl_sandbox.tools.trajectories._integrity import step_problems
+from agent_rl_sandbox.tools.formats import content_text
+from agent_rl_sandbox.tools.formats.atif import AtifCall, decode_arguments, read_document
 from agent_rl_sandbox.tools.trajectories._store import TrajectoryStore
 
 IMPORT_FORMATS = ("atif", "claude_code", "codex", "openai_chat")
@@ -162,34 +163,6 @@ class _Ctx:
         self.problem(line, message, path=path, severity="warning")
 
 
-def _text_of(content: Any) -> str:
-    """Text of a message content: a string, or a list of parts (``text``/``input_text``/``output_text``;
-    images become ``[image]``)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            if isinstance(p, str):
-                parts.append(p)
-            elif isinstance(p, dict):
-                t = p.get("type")
-                if isinstance(p.get("text"), str):
-                    parts.append(p["text"])
-                elif t in ("image", "input_image", "image_url"):
-                    parts.append("[image]")
-                elif "content" in p:
-                    parts.append(_text_of(p["content"]))
-        return "\n".join(x for x in parts if x)
-    if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
-        return json.dumps(content, ensure_ascii=False)
-    return str(content)
-
-
 def _lines(data: bytes, ctx: _Ctx) -> list[tuple[int, Any]]:
     """Parsed JSON values of a JSONL file with their 1-based line numbers; bad lines become problems."""
     out = []
@@ -214,23 +187,13 @@ def _lines(data: bytes, ctx: _Ctx) -> list[tuple[int, Any]]:
 
 def _parse_args(raw: Any, ctx: _Ctx, line: int | None, where: str) -> dict:
     """Tool-call arguments as a dict: an object, a JSON string of one (or one encoded twice, with a
-    warning). Anything else is kept under ``_unparsed_arguments`` with a warning."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None or raw == "":
-        return {}
-    value = raw
-    for depth in range(3):
-        if isinstance(value, dict):
-            if depth > 1:
-                ctx.warn(line, "arguments are JSON-encoded twice; decoded", path=where)
-            return value
-        if not isinstance(value, str):
-            break
-        try:
-            value = json.loads(value)
-        except ValueError:
-            break
+    warning; see :func:`~agent_rl_sandbox.tools.formats.atif.decode_arguments`). Anything else is kept
+    under ``_unparsed_arguments`` with a warning."""
+    args, twice = decode_arguments(raw)
+    if args is not None:
+        if twice:
+            ctx.warn(line, "arguments are JSON-encoded twice; decoded", path=where)
+        return args
     ctx.warn(line, "arguments are not a JSON object; kept as text under _unparsed_arguments", path=where)
     return {"_unparsed_arguments": raw if isinstance(raw, str) else json.dumps(raw)}
 
@@ -259,84 +222,71 @@ def _parse_atif(data: bytes, ctx: _Ctx) -> list[_Traj]:
     return out
 
 
-def _atif_doc(doc: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
-    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+_PAIRING_CODES = frozenset({"duplicate_tool_call_id", "observation_orphan"})
+
+
+def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
+    """One ATIF document, read with the shared reader (:func:`~agent_rl_sandbox.tools.formats.atif.read_document`):
+    its findings reject the trajectory; its provenance, reward and pass are claims (``claimed_*``)."""
+    doc = read_document(raw)
+    if doc.not_atif:
         ctx.problem(line, "not an ATIF trajectory: expected an object with a 'steps' list; skipped")
         return None
-    sv = doc.get("schema_version")
-    if not (isinstance(sv, str) and sv.startswith("ATIF")):
-        ctx.warn(line, f"schema_version is {sv!r}, not an ATIF version; read as ATIF v1.5", path="$.schema_version")
-    sid = doc.get("session_id") if isinstance(doc.get("session_id"), str) else f"doc{index}"
+    for w in doc.warnings:
+        ctx.warn(line, w.message, path=w.path)
+    sid = doc.session_id or f"doc{index}"
     t = _Traj(key=f"{index}:{sid}", line=line, external_id=f"atif:{sid}")
-    agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+    t.errors.extend(ImportProblem(file=ctx.file, line=line, path=e.path, message=e.message) for e in doc.errors)
+    agent = doc.agent
     t.agent = {k: agent[k] for k in ("name", "version", "model_name", "tool_definitions", "extra") if agent.get(k) is not None}
     t.agent.setdefault("name", "unknown")
-    extra = doc.get("extra") if isinstance(doc.get("extra"), dict) else {}
-    t.task_id = extra.get("task_id") if isinstance(extra.get("task_id"), str) else None
-    t.behaviour = extra.get("behaviour") if isinstance(extra.get("behaviour"), str) else None
+    extra = doc.extra
+    t.task_id = doc.text("task_id")
+    t.behaviour = doc.text("behaviour")
     t.split = extra.get("split") if extra.get("split") in ("train", "heldout") else None
     claimed = {f"claimed_{k}": extra[k] for k in ("reward", "passed", "self_report_only", "origin") if k in extra}
     t.meta.update(claimed)
     if extra.get("final_message"):
         t.meta["final_message"] = extra["final_message"]
-    expected = 1
-    for i, s in enumerate(doc["steps"]):
-        p = f"$.steps[{i}]"
-        if not isinstance(s, dict):
-            t.errors.append(ImportProblem(file=ctx.file, line=line, path=p, message="step is not an object"))
+    for s in doc.steps:
+        p = s.path
+        if s.errors:
+            for e in s.errors:  # pairing findings are reported on the step, the others on their field
+                t.errors.append(ImportProblem(file=ctx.file, line=line, path=p if e.code in _PAIRING_CODES else e.path,
+                                              message=e.message))
             continue
-        source = s.get("source")
-        if source not in ("system", "user", "agent"):
-            t.errors.append(ImportProblem(file=ctx.file, line=line, path=f"{p}.source",
-                                          message=f"source {source!r} is not system, user or agent"))
-            continue
-        if s.get("step_id") != expected:
-            ctx.warn(line, f"step_id {s.get('step_id')!r} where {expected} was expected; steps are renumbered", path=f"{p}.step_id")
-            expected = s.get("step_id") if isinstance(s.get("step_id"), int) else expected
-        expected += 1
-        problems = step_problems(s)
-        if problems:
-            for msg in problems:
-                t.errors.append(ImportProblem(file=ctx.file, line=line, path=p, message=msg))
-            continue
-        sext = dict(s["extra"]) if isinstance(s.get("extra"), dict) else {}
-        rl = {k: sext.pop(k) for k in RL_STEP_KEYS if k in sext}
+        sext = dict(s.extra)
+        rl = s.rl
         if rl.get("provenance") not in (None, "agent"):
             sext["claimed_provenance"] = rl["provenance"]
         if rl.get("reward") is not None:
             sext["claimed_reward"] = rl["reward"]
-        step = t.add(source, _text_of(s.get("message")), s.get("timestamp"), **sext)
-        if isinstance(s.get("metrics"), dict):
-            step["metrics"] = s["metrics"]
+        step = t.add(s.source, s.message, s.timestamp, **sext)
+        if s.metrics is not None:
+            step["metrics"] = s.metrics
         for k in ("exit_code", "state_ref"):
             if rl.get(k) is not None:
                 step[k] = rl[k]
         if rl.get("done") is True:
             step["done"] = True
-        calls = s.get("tool_calls") or []
-        if not isinstance(calls, list):
+        if s.calls_problem:
             t.errors.append(ImportProblem(file=ctx.file, line=line, path=f"{p}.tool_calls", message="tool_calls is not a list"))
             continue
-        for j, c in enumerate(calls):
-            if not isinstance(c, dict) or not isinstance(c.get("tool_call_id"), str) or not isinstance(c.get("function_name"), str):
-                t.errors.append(ImportProblem(file=ctx.file, line=line, path=f"{p}.tool_calls[{j}]",
+        for c in s.calls:
+            cp = f"{p}.tool_calls[{c.index}]"
+            if c.tool_call_id is None or c.function_name is None:
+                t.errors.append(ImportProblem(file=ctx.file, line=line, path=cp,
                                               message="tool call needs string tool_call_id and function_name"))
                 continue
-            args = _parse_args(c.get("arguments"), ctx, line, f"{p}.tool_calls[{j}].arguments")
-            problem = t.call(step, c["tool_call_id"], c["function_name"], args)
+            problem = t.call(step, c.tool_call_id, c.function_name, _atif_args(c, ctx, line, f"{cp}.arguments"))
             if problem:
-                t.errors.append(ImportProblem(file=ctx.file, line=line, path=f"{p}.tool_calls[{j}]", message=problem))
-        obs = s.get("observation")
-        results = obs.get("results") if isinstance(obs, dict) else None
+                t.errors.append(ImportProblem(file=ctx.file, line=line, path=cp, message=problem))
         loose = []
-        for r in results or []:
-            if not isinstance(r, dict):
-                continue
-            content = _text_of(r.get("content"))
-            if r.get("source_call_id") is None:
-                loose.append({"source_call_id": None, "content": content})
+        for r in s.results:
+            if r.source_call_id is None:
+                loose.append({"source_call_id": None, "content": r.content})
             else:
-                t.result(r["source_call_id"], content)
+                t.result(r.source_call_id, r.content)
         if loose and not step.get("tool_calls"):
             step["observation"] = {"results": loose}
         elif loose:
@@ -348,6 +298,15 @@ def _atif_doc(doc: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
         ):
             step["outcome"] = outcome
     return t
+
+
+def _atif_args(call: AtifCall, ctx: _Ctx, line: int, where: str) -> dict:
+    """A call's arguments as the importer keeps them (the policy of :func:`_parse_args`)."""
+    if call.arguments is None:
+        return _parse_args(call.raw_arguments, ctx, line, where)
+    if call.double_encoded:
+        ctx.warn(line, "arguments are JSON-encoded twice; decoded", path=where)
+    return call.arguments
 
 
 # -- Claude Code transcripts ------------------------------------------------------------------------
@@ -406,13 +365,13 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
                     continue
                 if b.get("type") == "tool_result":
                     tid = b.get("tool_use_id")
-                    res = t.result(tid, _text_of(b.get("content")), error=bool(b.get("is_error"))) if isinstance(tid, str) else "unknown"
+                    res = t.result(tid, content_text(b.get("content")), error=bool(b.get("is_error"))) if isinstance(tid, str) else "unknown"
                     if res == "unknown":
                         ctx.warn(n, f"tool_result for tool_use_id {tid!r}, which no earlier tool_use has; skipped")
                     elif res == "duplicate":
                         ctx.warn(n, f"second tool_result for {tid!r}; the first is kept")
                 elif b.get("type") in ("text", "image"):
-                    texts.append(_text_of([b]))
+                    texts.append(content_text([b]))
             text = "\n".join(x for x in texts if x)
             if not text.strip():
                 continue
@@ -440,7 +399,7 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
                 "completion_tokens": usage.get("output_tokens"),
                 "cached_tokens": usage.get("cache_read_input_tokens"),
             }
-        for j, b in enumerate(content if isinstance(content, list) else [{"type": "text", "text": _text_of(content)}]):
+        for j, b in enumerate(content if isinstance(content, list) else [{"type": "text", "text": content_text(content)}]):
             if not isinstance(b, dict):
                 continue
             bt = b.get("type")
@@ -477,7 +436,7 @@ def _codex_output(raw: Any) -> tuple[str, bool, int | None]:
     """Content, error flag and exit code of a function/custom tool call output."""
     if isinstance(raw, dict):
         content = raw.get("content")
-        return (_text_of(content) if content is not None else json.dumps(raw, ensure_ascii=False)), raw.get("success") is False, None
+        return (content_text(content) if content is not None else json.dumps(raw, ensure_ascii=False)), raw.get("success") is False, None
     text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     try:
         parsed = json.loads(text)
@@ -486,7 +445,7 @@ def _codex_output(raw: Any) -> tuple[str, bool, int | None]:
     if isinstance(parsed, dict) and "output" in parsed:
         meta = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
         code = meta.get("exit_code") if isinstance(meta.get("exit_code"), int) else None
-        return _text_of(parsed["output"]), code not in (None, 0), code
+        return content_text(parsed["output"]), code not in (None, 0), code
     m = _CODEX_EXIT.search(text)
     code = int(m.group(1)) if m else None
     return text, code not in (None, 0), code
@@ -532,7 +491,7 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
             continue
         it = payload.get("type")
         if it == "message":
-            role, text = payload.get("role"), _text_of(payload.get("content"))
+            role, text = payload.get("role"), content_text(payload.get("content"))
             if not text.strip():
                 ctx.skipped["empty_message"] += 1
             elif role == "user" and _CODEX_CONTEXT.match(text):
@@ -615,7 +574,7 @@ def _parse_openai_chat(data: bytes, ctx: _Ctx, file_sha: str) -> list[_Traj]:
             if not isinstance(m, dict):
                 ctx.problem(n, "message is not an object; skipped", path=p)
                 continue
-            role, text = m.get("role"), _text_of(m.get("content"))
+            role, text = m.get("role"), content_text(m.get("content"))
             if role in ("system", "developer"):
                 t.add("system", text)
             elif role == "user":

@@ -11,6 +11,8 @@ import agent_rl_sandbox
 from agent_rl_sandbox.tools.datasets import CODES, OPENAI_RULES, STRUCTURAL_CODES
 
 PKG = Path(agent_rl_sandbox.__file__).parent / "tools" / "datasets"
+FORMATS = Path(agent_rl_sandbox.__file__).parent / "tools" / "formats"
+"""The shared ATIF reader emits the ATIF pairing codes the validator reports (issue 9: one reader)."""
 ROOT = Path(agent_rl_sandbox.__file__).parents[1]
 DOC = ROOT / "docs" / "dataset-validation.md"
 TESTS = Path(__file__).parent
@@ -23,12 +25,13 @@ _EMIT = [
     re.compile(r'"(\w+)" if \w+ else "\w+"'),
     re.compile(r'"\w+" if \w+ else "(\w+)"'),
     re.compile(r'code = "(\w+)"'),
+    re.compile(r'AtifIssue\(\s*(?:[^,()]|\([^()]*\))+,\s*"(\w+)"'),
 ]
 
 
 def emitted_codes() -> set[str]:
     found: set[str] = set()
-    for path in PKG.glob("_*.py"):
+    for path in [*PKG.glob("_*.py"), FORMATS / "atif.py"]:
         text = path.read_text(encoding="utf-8")
         for pattern in _EMIT:
             found.update(pattern.findall(text))

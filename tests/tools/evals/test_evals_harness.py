@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from agent_rl_sandbox.cli import app
 from agent_rl_sandbox.schemas.reward import RewardSpec
 from agent_rl_sandbox.tools.evals import EvalInputError, load_atif_file, report_json, score_atif, score_path
+from agent_rl_sandbox.tools.formats.signing import sign
 from agent_rl_sandbox.tools.sandbox import discover_tasks
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,8 +35,13 @@ EDIT_SPEC = {
 }
 
 
-def atif_doc(trajectory, *, provenance: str | None = "server", task_id: str | None = None) -> dict:
-    """Export one of our trajectories as plain ATIF (RL fields in ``extra``)."""
+KEY = bytes(range(32))
+"""An export key for documents these tests sign (as if this home had exported them)."""
+
+
+def atif_doc(trajectory, *, provenance: str | None = "server", task_id: str | None = None, key: bytes | None = None) -> dict:
+    """Export one of our trajectories as plain ATIF (RL fields in ``extra``); signed with ``key`` when given
+    (without a key, its ``provenance`` is a claim: the file is self-reported)."""
     steps = []
     for s in trajectory.steps:
         extra = dict(s.extra)
@@ -50,7 +56,7 @@ def atif_doc(trajectory, *, provenance: str | None = "server", task_id: str | No
     doc = {"schema_version": "ATIF-v1.5", "session_id": trajectory.session_id, "agent": {"name": "test", "version": "1"}, "steps": steps}
     if task_id:
         doc["extra"] = {"task_id": task_id}
-    return doc
+    return sign(doc, key, "atif") if key is not None else doc
 
 
 def test_public_atif_sample_provenance_rule(tmp_path):
@@ -73,23 +79,28 @@ def test_atif_folder_scores_files_and_lists_problems(tmp_path):
     (d / "nested").mkdir(parents=True)
     good = traj(good_steps(), GOOD_MESSAGE, session_id="good")
     careless = traj([write(1, "shopcart/pricing.py")], "Fixed. All tests pass.", session_id="careless")
-    (d / "good.json").write_text(json.dumps(atif_doc(good)))
-    (d / "nested" / "careless.json").write_text(json.dumps(atif_doc(careless)))
+    # Issue 10 §5 changed this test: server provenance counts only in a verified export of this store, so
+    # the trusted documents are signed with the home's key (before, a hand-written "server" was trusted).
+    (d / "good.json").write_text(json.dumps(atif_doc(good, key=KEY)))
+    (d / "nested" / "careless.json").write_text(json.dumps(atif_doc(careless, key=KEY)))
     (d / "self_logged.json").write_text(json.dumps(atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="selflog"), provenance=None)))
+    (d / "forged.json").write_text(json.dumps(atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="forged"))))
     (d / "broken.json").write_text("{nope")
     (d / "other.json").write_text('{"rows": []}')
     spec = RewardSpec.model_validate(
         {"criteria": [{"id": "cbe", "type": "claims_before_edit"}, {"id": "ev", "type": "final_message_evidence"}]}
     )
-    report = score_atif(d, spec=spec)
+    report = score_atif(d, spec=spec, export_key=KEY)
     by = {s.session_id: s for s in report.trajectories}
     assert by["good"].passed and not by["careless"].passed and by["careless"].self_report_only
+    assert by["good"].trust == "verified_export"
     assert not by["selflog"].passed  # same steps, but only self-logged
+    assert not by["forged"].passed and by["forged"].trust == "self_reported"  # "server" written by hand earns nothing
     assert [p.source for p in report.problems] == ["broken.json", "other.json"]
     assert report.problems[0].message.startswith("not valid JSON")
     assert report.stats.problems == 2 and report.stats.unscorable_share > 0
     text = report_json(report)
-    assert text == report_json(score_atif(d, spec=spec))
+    assert text == report_json(score_atif(d, spec=spec, export_key=KEY))
     assert str(tmp_path) not in text and '"source": "runs"' in text
 
 
