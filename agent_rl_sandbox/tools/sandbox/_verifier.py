@@ -1,4 +1,8 @@
-"""Cross-checking a verifier's exit code against its JUnit XML report.
+"""Legacy shell verifiers only: cross-checking ``tests/test.sh``'s exit code against its JUnit report.
+
+Built-in tasks no longer use this: their checks are data judged by the trusted runner
+(:mod:`._judge`), which never imports agent code. What follows applies to a user task that still
+brings a ``test.sh``.
 
 The hidden tests import the agent's code into the verifier's own Python process, so that code can
 rewrite the process's exit status (an ``atexit`` hook calling ``os._exit(0)``) or pytest's terminal
@@ -17,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, read_beneath
+
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 
 
@@ -31,16 +37,16 @@ class JUnitCounts:
 
 
 def read_junit(path: Path) -> JUnitCounts | str:
-    """Totals of the JUnit XML at ``path``, or a reason string when it is missing or unreadable."""
+    """Totals of the JUnit XML at ``path``, or a reason string when it is missing, unsafe (a link at
+    any component, a FIFO, a device, over the size cap) or unreadable. ``path.parent`` is a server
+    folder the sandbox can write into, so the read goes through :func:`read_beneath`."""
     try:
-        size = path.stat().st_size
-    except OSError:
-        return f"{path.name} was not written"
-    if size > MAX_JUNIT_BYTES:
-        return f"{path.name} is {size} bytes, over the {MAX_JUNIT_BYTES}-byte limit"
+        data = read_beneath(path.parent, path.name, max_bytes=MAX_JUNIT_BYTES, timeout_s=5.0)
+    except UnsafeRead as e:
+        return f"{e} (report not trusted)" if "no such file" not in str(e) else f"{path.name} was not written"
     try:
-        root = ET.fromstring(path.read_bytes())
-    except (ET.ParseError, OSError, ValueError) as e:
+        root = ET.fromstring(data)
+    except (ET.ParseError, ValueError) as e:
         return f"{path.name} is not valid XML: {e}"
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     if not suites:
