@@ -7,9 +7,7 @@ committer and date, so the same fixture always gives the same commit and tree ha
 
 from __future__ import annotations
 
-import io
 import subprocess
-import tarfile
 from pathlib import Path
 
 FIXED_ENV = {
@@ -80,13 +78,6 @@ class WorkingCopy:
         for i in range(0, len(hidden), 500):
             self.git("add", "-f", "--", *hidden[i : i + 500])
         return self.git("write-tree").decode().strip()
-
-    def export(self, tree: str, dest: Path) -> None:
-        """Write the files of ``tree`` into the empty folder ``dest`` (what the verifier judges:
-        exactly the recorded final state, nothing the working copy holds beside it)."""
-        data = self.git("archive", "--format=tar", tree)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(dest, filter="tar")
 
     def changed_between(self, tree_a: str, tree_b: str) -> list[str]:
         """Paths that differ between two trees, sorted."""
