@@ -1,8 +1,8 @@
 """Task contract: what ``task.toml`` may contain.
 
 A task folder (close to the Harbor task layout) holds ``instruction.md`` (shown to the agent),
-``task.toml`` (this model), ``repo/`` (the fixture repository), ``tests/`` (the hidden verifier,
-entry point ``tests/test.sh``) and ``solution/`` (``oracle.json``: the oracle as a scripted list of
+``task.toml`` (this model), ``repo/`` (the fixture repository), ``tests/`` (the hidden checks,
+``tests/checks.toml``, judged by the server's trusted runner) and ``solution/`` (``oracle.json``: the oracle as a scripted list of
 tool calls; ``known_bad.json``: a scripted trajectory that must fail).
 """
 

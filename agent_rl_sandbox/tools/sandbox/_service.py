@@ -23,7 +23,6 @@ process (uvicorn, a worker, a test).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -76,8 +75,9 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     run_command,
     sandbox_uid,
 )
+from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
-from agent_rl_sandbox.tools.sandbox._verifier import cross_check, tamper_findings
+from agent_rl_sandbox.tools.sandbox._verify import verify
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore, new_id
 
 log = logging.getLogger(__name__)
@@ -562,18 +562,15 @@ class SandboxService:
             target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=False)
             if not os.path.lexists(target):
                 raise self._refuse(row, tool, args, ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"))
+            # resolve_inside checked the text and the links; the open itself walks every component
+            # with O_NOFOLLOW, so a folder swapped for a link after the check reads nothing outside.
+            rel_real = str(target.relative_to(dirs["repo"].resolve()))
             try:
-                fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError as e:
-                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: cannot open: {e.strerror}", "read a regular file inside the repo")) from None
-            st = os.fstat(fd)  # before fdopen, which raises IsADirectoryError on a folder
-            if not stat.S_ISREG(st.st_mode):
-                os.close(fd)
-                kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, FIFO or socket"
-                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is {kind}, not a regular file; refused", "read a regular file; use sandbox_exec `ls` for folders"))
-            with os.fdopen(fd, "rb") as f:
-                f.seek(inp.offset)
-                data = f.read(inp.max_bytes)
+                with open_beneath(dirs["repo"].resolve(), rel_real) as fd:
+                    st = os.fstat(fd)
+                    data = read_fd(fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=inp.path, offset=inp.offset, truncate=True)
+            except UnsafeRead as e:
+                raise self._refuse(row, tool, args, ActionError(str(e), "read a regular file inside the repo; use sandbox_exec `ls -l` to see what it is")) from None
             self._touch(inp.sandbox_id)
         end = inp.offset + len(data)
         truncated = end < st.st_size
@@ -724,8 +721,10 @@ class SandboxService:
         )
 
     def finish(self, inp: SandboxFinishInput) -> SandboxFinishOutput:
-        """End the episode: record the final message, copy the hidden verifier in fresh, run it,
-        score the trajectory, close it, and remove the working copy (its final tree stays in git)."""
+        """End the episode: record the final message, judge the recorded final tree with the task's
+        hidden checks (:func:`._verify.verify`: the trusted runner, never in a process the agent's
+        code shares), score the trajectory, close it, and remove the working copy (its final tree
+        stays in git)."""
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
         sid = row["session_id"]
         with self._lock(inp.sandbox_id):
@@ -751,65 +750,8 @@ class SandboxService:
                 "protected_paths_touched": self._protected(task, changed),
                 "final_message": inp.message,
             }
-            uid = self.sandbox_uid(inp.sandbox_id)
-            if uid is not None:
-                kill_uid(uid)
-            # The verifier is copied in fresh and its output folder emptied first, so nothing the
-            # agent wrote can become the reward.
-            shutil.rmtree(dirs["verifier"], ignore_errors=True)
-            _copy_tree(task.tests_dir, dirs["verifier"])
-            vlogs = dirs["logs"] / "verifier"
-            shutil.rmtree(vlogs, ignore_errors=True)
-            vlogs.mkdir(parents=True)
-            if uid is not None:
-                os.chown(vlogs, uid, uid)
-            agent_logs = dirs["logs"] / "agent"
-            shutil.rmtree(agent_logs, ignore_errors=True)
-            agent_logs.mkdir(parents=True)
-            actions_file = agent_logs / "actions.json"
-            actions_file.write_text(json.dumps(actions_doc, indent=2, sort_keys=True))
-            # The verifier judges the recorded final tree, exported fresh: nothing the working copy
-            # holds beside it (ignored caches, files hidden from git) can take part.
-            judged = dirs["root"] / "judged"
-            shutil.rmtree(judged, ignore_errors=True)
-            judged.mkdir()
-            wc.export(final_tree, judged)
-            self._give_tree(judged, uid)
-            tampering = tamper_findings(changed, lambda p: wc.read_blob(final_tree, p))
-            verifier_pycache = f"/tmp/ars-verifier-pycache-{uuid.uuid4().hex}"  # never existed before
-            res = run_command(
-                f"bash {dirs['verifier'] / 'test.sh'}",
-                cwd=judged,
-                limits=task.config.limits,
-                isolation=self.isolation,
-                credentials=task.config.credentials,
-                extra_env={
-                    "SANDBOX_REPO": str(judged),
-                    "VERIFIER_DIR": str(dirs["verifier"]),
-                    "VERIFIER_LOGS": str(vlogs),
-                    "ACTIONS_FILE": str(actions_file),
-                    # Nothing the agent left in the repo may stand in for the verifier's tools: the
-                    # cwd is not put on sys.path (a planted `pytest.py` cannot shadow pytest; verifiers
-                    # add the repo with `-o pythonpath`), and bytecode is read from a fresh cache, never
-                    # from a `__pycache__` the agent crafted (git ignores those, so no diff shows them).
-                    "PYTHONSAFEPATH": "1",
-                    "PYTHONPYCACHEPREFIX": verifier_pycache,
-                },
-                mounts=self._mounts([judged, vlogs], [dirs["verifier"], agent_logs]),
-                # bounded like any command, so sandbox_finish returns within a client's ~60 s tool-call cutoff
-                wall_seconds=min(task.config.verifier_timeout_seconds, self.settings.max_exec_seconds),
-                uid=uid,
-                live=self.live,
-            )
-            verifier_out = (res.stdout + res.stderr)[-self.settings.max_output_bytes :]
-            verifier_exit = None if res.limit_hit in ("wall_time", "output") else res.exit_code
-            if res.limit_hit:
-                verifier_out += f"\n[verifier hit its {res.limit_hit} limit]"
-            verifier_exit, overruled = cross_check(verifier_exit, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
-            if tampering and verifier_exit == 0:
-                verifier_exit, overruled = 1, "verifier result not trusted, the change reaches into the test harness: " + "; ".join(tampering[:5])
-            if overruled:
-                verifier_out += f"\n[{overruled}]"
+            # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
+            verifier_exit, verifier_out = verify(self, task, inp.sandbox_id, sid, final_tree, actions_doc)
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"
@@ -827,7 +769,6 @@ class SandboxService:
             self.store.update_sandbox(inp.sandbox_id, status="finished")
             shutil.rmtree(dirs["repo"], ignore_errors=True)
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
-            shutil.rmtree(judged, ignore_errors=True)
         return SandboxFinishOutput(
             session_id=sid,
             reward=report.reward,

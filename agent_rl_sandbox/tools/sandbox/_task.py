@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from agent_rl_sandbox.schemas.reward import RewardSpec
 from agent_rl_sandbox.schemas.task import ScriptedTrajectory, TaskConfig
 from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.sandbox._checks import Checks, ChecksError, load_checks
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parent.parent.parent / "tasks"
 
@@ -32,12 +33,14 @@ def _fmt_validation(path: Path, err: ValidationError) -> str:
 @dataclass(frozen=True)
 class Task:
     """A loaded task folder. ``root`` holds ``task.toml``, ``instruction.md``, ``repo/``, ``tests/``,
-    ``solution/``."""
+    ``solution/``. ``checks``: the hidden checks of ``tests/checks.toml``, judged by the trusted
+    runner; ``None`` for a task that still brings a shell verifier (``tests/test.sh``)."""
 
     root: Path
     config: TaskConfig
     instruction: str
     reward_spec: RewardSpec
+    checks: Checks | None = None
 
     @property
     def id(self) -> str:
@@ -81,8 +84,17 @@ def load_task(root: Path) -> Task:
     for sub in ("repo", "tests"):
         if not (root / sub).is_dir():
             raise TaskError(f"{root / sub}: missing folder", f"a task needs {sub}/")
-    if not (root / "tests" / "test.sh").is_file():
-        raise TaskError(f"{root / 'tests' / 'test.sh'}: missing", "the verifier entry point is tests/test.sh")
+    checks = None
+    if (root / "tests" / "checks.toml").is_file():
+        try:
+            checks = load_checks(root / "tests" / "checks.toml")
+        except ChecksError as e:
+            raise TaskError(str(e), "fix the hidden checks (format: agent_rl_sandbox/tasks/README.md)") from None
+    elif not (root / "tests" / "test.sh").is_file():
+        raise TaskError(
+            f"{root / 'tests' / 'checks.toml'} (or a shell verifier {root / 'tests' / 'test.sh'}): missing",
+            "give the task hidden checks in tests/checks.toml",
+        )
     instr_path = root / "instruction.md"
     if not instr_path.is_file():
         raise TaskError(f"{instr_path}: missing", "a task needs instruction.md")
@@ -98,7 +110,7 @@ def load_task(root: Path) -> Task:
             raise TaskError(msg, "fix the reward spec") from None
     if spec is None:
         raise TaskError(f"{toml_path}: field `reward`: missing", "give a [reward] table or reward_spec = FILE")
-    return Task(root=root.resolve(), config=config, instruction=instr_path.read_text(encoding="utf-8"), reward_spec=spec)
+    return Task(root=root.resolve(), config=config, instruction=instr_path.read_text(encoding="utf-8"), reward_spec=spec, checks=checks)
 
 
 def discover_tasks(extra_dirs: tuple[Path, ...] = ()) -> tuple[dict[str, Task], list[str]]:

@@ -1,0 +1,125 @@
+"""Running a task's hidden verifier at ``sandbox_finish``: the trusted runner, or a legacy shell verifier.
+
+Both start from the recorded final tree, exported fresh from git objects (:class:`._export.TreeView`:
+no ``.gitattributes``, filter or ``export-ignore`` of the agent's can trim or rewrite it), after
+every process of the sandbox's uid has been killed.
+
+- A task with ``tests/checks.toml`` (every built-in task) is judged by :func:`._judge.judge`: the
+  export replaces the working copy at the same path (so the child's working folder, ``HOME`` and
+  environment are those a ``sandbox_exec`` command sees), is owned by the server and mounted
+  read-only, and the child runs as a fresh uid that owns nothing. The verdict and a report
+  (``<reports>/<session>.verifier.json``) are written by the server only.
+- A task that brings only ``tests/test.sh`` (user tasks written before the data format) runs it as
+  before: inside a sandbox, with the agent's code possibly in the same process, so its exit code is
+  **not** a trusted verdict. It is cross-checked against its JUnit report (read with
+  :func:`._safe_read.read_beneath`: no link is followed, FIFOs and devices are refused, size and time
+  are capped) and a token heuristic on the changed files; the output says it is untrusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent_rl_sandbox.tools.sandbox._export import TreeView
+from agent_rl_sandbox.tools.sandbox._judge import Child, judge
+from agent_rl_sandbox.tools.sandbox._runner import kill_uid, run_command
+from agent_rl_sandbox.tools.sandbox._task import Task
+from agent_rl_sandbox.tools.sandbox._verifier import cross_check, tamper_findings
+
+if TYPE_CHECKING:
+    from agent_rl_sandbox.tools.sandbox._service import SandboxService
+
+_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+
+
+def verify(svc: SandboxService, task: Task, sandbox_id: str, session_id: str, final_tree: str, actions: dict) -> tuple[int | None, str]:
+    """Run ``task``'s verifier on ``final_tree``; returns ``(exit code or None, output text)``.
+    ``actions``: the server's records of the episode (claims, edits, commands, changed paths)."""
+    dirs = svc._dirs(sandbox_id)
+    uid = svc.sandbox_uid(sandbox_id)
+    if uid is not None:
+        kill_uid(uid)
+    tree = TreeView(dirs["git"], final_tree)
+    wall = min(task.config.verifier_timeout_seconds, svc.settings.max_exec_seconds)
+    if task.checks is None:
+        return _legacy(svc, task, dirs, tree, actions, uid, wall)
+    repo = dirs["repo"]
+    shutil.rmtree(repo, ignore_errors=True)  # its content is the recorded final tree, exported next
+    tree.export(repo)
+    child = Child(
+        cwd=repo,
+        isolation=svc.isolation,
+        limits=task.config.limits,
+        mounts=svc._mounts([], [repo]),
+        credentials=task.config.credentials,
+        uid=svc.sandbox_uid(f"{sandbox_id}/verifier"),  # a fresh uid: owns nothing, shares no process count
+        live=svc.live,
+    )
+    verdict = judge(task.checks, tree=tree, actions=actions, child=child, wall_seconds=wall)
+    report = svc.settings.reports_dir / f"{session_id}.verifier.json"
+    report.write_text(json.dumps(verdict.report(), indent=2))
+    return verdict.exit_code, verdict.output(withhold=task.config.split == "heldout")[-svc.settings.max_output_bytes :]
+
+
+def _legacy(svc: SandboxService, task: Task, dirs: dict[str, Path], tree: TreeView, actions: dict, uid: int | None, wall: float) -> tuple[int | None, str]:
+    """The shell verifier ``tests/test.sh`` in a sandbox on a fresh export (untrusted: see the module docstring)."""
+    shutil.rmtree(dirs["verifier"], ignore_errors=True)
+    shutil.copytree(task.tests_dir, dirs["verifier"], symlinks=True, ignore=_CACHES)
+    vlogs = dirs["logs"] / "verifier"
+    shutil.rmtree(vlogs, ignore_errors=True)
+    vlogs.mkdir(parents=True)
+    if uid is not None:
+        os.chown(vlogs, uid, uid)
+    agent_logs = dirs["logs"] / "agent"
+    shutil.rmtree(agent_logs, ignore_errors=True)
+    agent_logs.mkdir(parents=True)
+    actions_file = agent_logs / "actions.json"
+    actions_file.write_text(json.dumps(actions, indent=2, sort_keys=True))
+    judged = dirs["root"] / "judged"
+    shutil.rmtree(judged, ignore_errors=True)
+    tree.export(judged)
+    svc._give_tree(judged, uid)
+    changed = actions["changed_paths"]
+    tampering = tamper_findings(changed, tree.read)
+    try:
+        res = run_command(
+            f"bash {dirs['verifier'] / 'test.sh'}",
+            cwd=judged,
+            limits=task.config.limits,
+            isolation=svc.isolation,
+            credentials=task.config.credentials,
+            extra_env={
+                "SANDBOX_REPO": str(judged),
+                "VERIFIER_DIR": str(dirs["verifier"]),
+                "VERIFIER_LOGS": str(vlogs),
+                "ACTIONS_FILE": str(actions_file),
+                # a planted `pytest.py` in the cwd cannot shadow pytest, bytecode comes from a fresh cache
+                "PYTHONSAFEPATH": "1",
+                "PYTHONPYCACHEPREFIX": f"/tmp/ars-verifier-pycache-{uuid.uuid4().hex}",
+            },
+            mounts=svc._mounts([judged, vlogs], [dirs["verifier"], agent_logs]),
+            wall_seconds=wall,
+            uid=uid,
+            live=svc.live,
+        )
+    finally:
+        if uid is not None:
+            kill_uid(uid)
+    out = (res.stdout + res.stderr)[-svc.settings.max_output_bytes :]
+    code = None if res.limit_hit in ("wall_time", "output") else res.exit_code
+    if res.limit_hit:
+        out += f"\n[verifier hit its {res.limit_hit} limit]"
+    code, overruled = cross_check(code, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
+    if tampering and code == 0:
+        code, overruled = 1, "verifier result not trusted, the change reaches into the test harness: " + "; ".join(tampering[:5])
+    if overruled:
+        out += f"\n[{overruled}]"
+    out += "\n[shell verifier (tests/test.sh): its exit code is not a trusted verdict; give the task tests/checks.toml]"
+    shutil.rmtree(judged, ignore_errors=True)
+    shutil.rmtree(dirs["verifier"], ignore_errors=True)
+    return code, out
