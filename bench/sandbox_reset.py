@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from agent_rl_sandbox.schemas.tools import SandboxExecInput, SandboxResetInput, SandboxWriteFileInput
-from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
 
 
 def pct(values: list[float], q: float) -> float:
