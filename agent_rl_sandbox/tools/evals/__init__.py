@@ -9,12 +9,13 @@ Public surface:
 - :func:`load_gates`, :func:`evaluate_gate`, :data:`BUILTIN_GATES`: eval gates.
 - :func:`parse_tool_calls`, :func:`failed_step`, :func:`model_output_steps`: malformed tool calls.
 - :func:`detect_loops`: the same failing call repeated.
-- :class:`EvalService`: the ``eval_gate`` MCP tool; :func:`run_score`: the ``score`` CLI command.
+- :func:`score_and_gate`, :data:`StoreScorer`, :func:`is_store_input`: score one input and gate it (what ``score`` runs).
+- :class:`EvalService`: the ``eval_gate`` MCP tool.
 """
 
 from agent_rl_sandbox.tools.evals._atif import load_atif_file, trajectory_from_atif
-from agent_rl_sandbox.tools.evals._cli import run_score
 from agent_rl_sandbox.tools.evals._gates import BUILTIN_GATES, evaluate_gate, load_baseline, load_gates
+from agent_rl_sandbox.tools.evals._gating import StoreScorer, is_store_input, score_and_gate
 from agent_rl_sandbox.tools.evals._harness import (
     load_unhooks,
     score_atif,
@@ -42,11 +43,13 @@ __all__ = [
     "EvalService",
     "FinalState",
     "ParsedToolCall",
+    "StoreScorer",
     "ToolCallError",
     "build_report",
     "detect_loops",
     "evaluate_gate",
     "failed_step",
+    "is_store_input",
     "load_atif_file",
     "load_baseline",
     "load_gates",
@@ -55,7 +58,7 @@ __all__ = [
     "model_output_steps",
     "parse_tool_calls",
     "report_json",
-    "run_score",
+    "score_and_gate",
     "score_atif",
     "score_path",
     "score_store",

@@ -1,0 +1,66 @@
+"""The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
+| import | export | hook``.
+
+One module per command group; this file only builds the root app and adds one command or group
+per module (the style of Inspect AI's ``_cli/main.py``)::
+
+    serve.py         serve                      the MCP server over stdio
+    demo.py          demo                       a good and a careless scripted agent, scored
+    tasks.py         tasks list|show|check      the task registry and its direction test
+    trajectories.py  trajectories list|show     what the store holds
+    score.py         score                      scoring and eval gates (tools.evals.score_and_gate)
+    validate.py      validate                   post-training data validation
+    import_.py       import                     trajectories in from ATIF, Claude Code, Codex, chat logs
+    export.py        export                     training data (or ATIF / a suite) out, with a manifest
+    hook.py          hook claude-code           what agent clients' hooks call (always exit 0)
+    _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
+
+Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
+number themselves):
+
+- **0**: done, and every verdict passed.
+- **1**: the input was fine and the verdict is no: a gate failed, validation found errors, a task
+  check failed, a task folder failed to load, a file imported with errors, an export was refused
+  or its file failed validation, the demo's scores came out wrong.
+- **2**: bad input, nothing was judged: an unknown task, trajectory or gate, an unreadable or
+  invalid file, nothing to score, an unknown option value, an invalid ``AGENT_RL_SANDBOX_*``
+  setting, an unreachable or malformed store URL. The reason is one ``error: ...`` line on stderr
+  ending in a next step, never a traceback.
+
+``hook`` commands are the exception: they always exit 0, so a hook never breaks its client.
+
+Start-up stays light: commands import their heavy modules (the store and SQLAlchemy, the server,
+rich tables) inside the command, so ``--help`` and ``validate`` never import SQLAlchemy or torch,
+and ``serve`` claims stdout before any tool code is imported.
+"""
+
+from __future__ import annotations
+
+import os
+
+from agent_rl_sandbox.cli import demo, export, hook, import_, score, serve, tasks, trajectories, validate
+from agent_rl_sandbox.cli._common import App, RootGroup
+
+app = App(
+    cls=RootGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    help="Sandboxes, trajectories and rewards for coding agents.",
+)
+app.command("serve")(serve.serve)
+app.command("demo")(demo.demo)
+app.add_typer(tasks.app, name="tasks")
+app.command("score")(score.score)
+app.add_typer(hook.app, name="hook")
+app.command("import")(import_.import_files)
+app.command("export")(export.export)
+app.add_typer(trajectories.app, name="trajectories")
+app.command("validate")(validate.validate)
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console entry (``agent-rl-sandbox``): runs :data:`app`; exit statuses as in the module docstring."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    app()

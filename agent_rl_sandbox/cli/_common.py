@@ -1,0 +1,135 @@
+"""What every command module shares: the :class:`App` that makes commands show metavars in their
+help, the root group that applies the exit-code rule, the ``--home`` / ``--task-dir`` options, the
+settings they build, and a table console that never cuts ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup
+
+from agent_rl_sandbox.cli._outcome import BadInput, fail_bad_input
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agent_rl_sandbox.settings import Settings
+
+
+class _MetavarArgument(TyperArgument):
+    """An argument named by its metavar in help (``FILE...``, ``[TASK_ID...]``), with no Python type."""
+
+    @property
+    def display_name_raw(self) -> str:
+        name = self.metavar or (self.name or "value").upper()
+        return name + "..." if self.nargs != 1 else name
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def _usage_display_name(self) -> str:
+        return self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+
+
+def _use_metavars(params: list[Any]) -> None:
+    """Make ``params`` show metavars in help: arguments by name (``FILE...``), options by their
+    metavar or long name (``DIR``, ``MIN_REWARD``), flags by nothing (never ``<bool>``)."""
+    for param in params:
+        if isinstance(param, TyperArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "value").upper()
+            param.__class__ = _MetavarArgument
+        elif param.metavar is None:
+            flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
+            longest = max(param.opts, key=len).lstrip("-").replace("-", "_").upper()
+            param.metavar = "" if flag else longest
+
+
+class Command(TyperCommand):
+    """A command whose help shows metavars (``DIR``, ``TASK_ID...``, ``FILE...``), never Python
+    types (``<list[Path]>``)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _use_metavars(self.get_params(ctx))
+        super().format_help(ctx, formatter)
+
+
+class Group(TyperGroup):
+    """A command group whose help shows no Python types either (its ``--help`` flag)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _use_metavars(self.get_params(ctx))
+        super().format_help(ctx, formatter)
+
+
+class RootGroup(Group):
+    """The root command group: an exception that means bad input becomes one ``error:`` line on
+    stderr and exit status 2 (see :mod:`agent_rl_sandbox.cli._outcome`), for every command, whether
+    run as a console script or through typer's ``CliRunner``."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as e:  # click's Exit and usage errors are not bad-input errors: re-raised
+            fail_bad_input(e)
+
+
+class App(typer.Typer):
+    """A ``typer.Typer`` whose commands are :class:`Command` (help with metavars)."""
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+        return super().command(name, cls=cls or Command, **kwargs)
+
+
+def group(help: str) -> App:
+    """A command group (``tasks``, ``trajectories``, ``hook``): shows its help when run bare."""
+    return App(cls=Group, no_args_is_help=True, add_completion=False, help=help)
+
+
+TaskDirOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--task-dir", metavar="DIR", help="Extra task folder (repeatable); adds to AGENT_RL_SANDBOX_TASK_DIRS."),
+]
+HomeOpt = Annotated[
+    Path | None,
+    typer.Option("--home", metavar="DIR", help="Home folder (default: $AGENT_RL_SANDBOX_HOME or ~/.agent-rl-sandbox)."),
+]
+
+_ENV = {"sandbox_idle_seconds": "AGENT_RL_SANDBOX_IDLE_SECONDS"}
+
+
+def settings(home: Path | None = None, task_dirs: list[Path] | None = None) -> Settings:
+    """Settings from the environment, with ``--home`` and ``--task-dir`` applied.
+
+    Raises :class:`BadInput` (exit 2) naming the variable when an ``AGENT_RL_SANDBOX_*`` value is
+    invalid."""
+    from pydantic import ValidationError
+
+    from agent_rl_sandbox.settings import Settings
+
+    try:
+        base = Settings.from_env(home=home)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "settings"
+        var = _ENV.get(field, f"AGENT_RL_SANDBOX_{field.upper()}")
+        raise BadInput(
+            f"bad setting {var}={first.get('input')!r}: {first['msg']}", f"fix or unset {var}"
+        ) from None
+    except ValueError as e:  # a number that does not parse (AGENT_RL_SANDBOX_IDLE_SECONDS)
+        raise BadInput(f"bad setting: {e}", "fix the AGENT_RL_SANDBOX_* environment variables (README: Settings)") from None
+    if task_dirs:
+        base = base.model_copy(update={"task_dirs": (*base.task_dirs, *task_dirs)})
+    return base
+
+
+def table_console() -> Console:
+    """A rich Console for tables: the terminal's width, or a generous one when piped (so nothing is cut)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, 200))
+

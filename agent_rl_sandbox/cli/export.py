@@ -1,0 +1,83 @@
+"""``agent-rl-sandbox export FORMAT``: trajectories as training data (or ATIF / a suite) with a manifest.
+
+Exit statuses (the package's rule): 0 exported (and valid, unless ``--no-validate``); 1 the export
+was refused (held-out or running trajectories into a training format, nothing left after the
+filters, a malformed time) or the validator rejects the file; 2 an unknown format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
+from agent_rl_sandbox.cli._outcome import BadInput, verdict
+
+FORMATS_HELP = "sft, dpo, kto, grpo, minimind_sft, minimind_dpo, minimind_agentic, atif, suite."
+
+
+def export(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=FORMATS_HELP)],
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="DIR", help="Folder for <export_id>/ (default: <home>/exports).")
+    ] = None,
+    task: Annotated[str | None, typer.Option("--task", metavar="TASK_ID", help="Only this task id.")] = None,
+    behaviour: Annotated[str | None, typer.Option("--behaviour", metavar="BEHAVIOUR")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only this agent name.")] = None,
+    origin: Annotated[str | None, typer.Option("--origin", metavar="ORIGIN", help="sandbox, mcp, hook, import, ...")] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="TIME", help="Created at or after (ISO-8601).")] = None,
+    until: Annotated[str | None, typer.Option("--until", metavar="TIME", help="Created before (ISO-8601).")] = None,
+    min_reward: Annotated[
+        float | None, typer.Option("--min-reward", metavar="REWARD", help="SFT/DPO-chosen minimum reward.")
+    ] = 1.0,
+    any_reward: Annotated[bool, typer.Option("--any-reward", help="SFT: include unscored trajectories too.")] = False,
+    include_heldout: Annotated[bool, typer.Option("--include-heldout", help="atif/suite only.")] = False,
+    include_running: Annotated[bool, typer.Option("--include-running", help="atif/suite only.")] = False,
+    validate: Annotated[
+        bool, typer.Option("--validate/--no-validate", help="Run the dataset validator on the result.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest as JSON.")] = False,
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+) -> None:
+    """Export trajectories as training data (or ATIF / a suite) with a manifest; exit 1 when nothing was
+    exported or the validator rejects the file, 2 for an unknown format."""
+    from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.errors import ActionError
+    from agent_rl_sandbox.tools.trajectories import FORMATS, ExportOptions
+
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    services = Services.build(settings(home, task_dir))
+    opts = ExportOptions(
+        format=fmt, task_id=task, behaviour=behaviour, agent_name=agent, origin=origin, created_after=since,
+        created_before=until, min_reward=None if any_reward else min_reward, include_heldout=include_heldout,
+        include_running=include_running,
+    )
+    try:
+        res = services.trajectories.export_to(opts, out or services.trajectories.exports_dir)
+    except ActionError as e:  # a refused export is a verdict (exit 1), not an input error
+        typer.echo(e.agent_text(), err=True)
+        verdict(False)
+    finally:
+        services.close()
+    valid = True
+    if validate:
+        from agent_rl_sandbox.tools.datasets import validate_file
+
+        for f in res.manifest.files:
+            report = validate_file(res.directory / f.path, kind=f.kind)
+            if not report.ok:
+                valid = False
+                for e in report.errors[:20]:
+                    typer.echo(f"invalid: {f.path}:{e.line} {e.json_path} {e.code}: {e.message}", err=True)
+    if as_json:
+        typer.echo(res.manifest.model_dump_json(indent=2))
+    else:
+        m = res.manifest
+        skipped = ", ".join(f"{k}={v}" for k, v in m.counts.items() if k not in ("considered", "selected"))
+        typer.echo(f"{m.format}: {m.rows} rows from {len(m.source_session_ids)} trajectories -> {res.data_path}")
+        typer.echo(f"manifest: {res.manifest_path} (sha256 {m.sha256[:16]}...)" + (f"; {skipped}" if skipped else ""))
+    verdict(valid)

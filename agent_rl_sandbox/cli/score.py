@@ -1,0 +1,153 @@
+"""``agent-rl-sandbox score PATH [--gate NAME] [--json]``: score, render, and gate for CI.
+
+Exit statuses (the package's rule): 0 scored (and the named gate passed), 1 the named gate failed,
+2 the input could not be read or is invalid (the message says which file and JSON path, and what
+to do). Nothing scored (every file invalid, no stored trajectory matching) and a named ``store:ID``
+that cannot be scored are invalid input too. The scoring itself is
+:func:`agent_rl_sandbox.tools.evals.score_and_gate`; this module builds the store for ``store``
+inputs, renders the report and applies the rule.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
+from agent_rl_sandbox.cli._outcome import BadInput, verdict
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agent_rl_sandbox.schemas.reward import EvalReport, GateVerdict
+
+MAX_TABLE_ROWS = 50
+
+
+def score(
+    path: Annotated[
+        str, typer.Argument(metavar="PATH", help="Port Daddy suite JSON, ATIF file or folder, or `store` / `store:ID,ID`.")
+    ],
+    gate: Annotated[
+        str | None, typer.Option("--gate", metavar="NAME", help="Evaluate this named gate; exit 1 when it fails.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as canonical JSON.")] = False,
+    spec: Annotated[Path | None, typer.Option("--spec", metavar="FILE", help="Reward spec (JSON or TOML) for ATIF input.")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", metavar="TASK_ID", help="Task whose spec scores ATIF input; filter for `store`.")
+    ] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", metavar="FILE", help="Baseline report for the gate's regression check.")
+    ] = None,
+    unhooks: Annotated[
+        Path | None,
+        typer.Option("--unhooks", metavar="FILE", help="JSON list of unhooks (name, command|procedure, validated)."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Also write the JSON report to this file.")] = None,
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+) -> None:
+    """Score trajectories deterministically; exit 1 when --gate fails, 2 on unreadable or invalid input."""
+    from rich.console import Console
+
+    from agent_rl_sandbox.tools.evals import is_store_input, report_json, score_and_gate, score_store
+
+    resolved = settings(home, task_dir)
+    services = None
+
+    def from_store(session_ids: list[str] | None, task_id: str | None) -> EvalReport:
+        nonlocal services
+        from agent_rl_sandbox.services import Services
+
+        services = Services.build(resolved)
+        return score_store(services, session_ids=session_ids, task_id=task_id)
+
+    tasks = None
+    if spec is None and not is_store_input(path):
+        from agent_rl_sandbox.tools.sandbox import discover_tasks
+
+        tasks = discover_tasks(resolved.task_dirs)[0]
+    try:
+        report = score_and_gate(
+            path, home=resolved.home, gate=gate, spec=spec, tasks=tasks, task_id=task, baseline=baseline,
+            unhooks=unhooks, score_store=from_store,
+        )
+    finally:
+        if services is not None:
+            services.close()
+    text = report_json(report)
+    if out is not None:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise BadInput(f"cannot write {out}: {e.strerror or e}", "pass an --out path in a writable folder") from None
+    if as_json:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        render_report(report, Console())
+    verdict(report.gate is None or report.gate.passed)
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.3f}".rstrip("0").rstrip(".") or "0"
+    return str(x)
+
+
+def render_report(report: EvalReport, console: Console) -> None:
+    """Print ``report`` (and its gate verdict) as rich tables."""
+    from rich.table import Table
+
+    st = report.stats
+    summary = Table(title=f"{report.kind}: {report.source}", show_header=False)
+    summary.add_column("metric")
+    summary.add_column("value", justify="right")
+    for key in (
+        "trajectories", "passed", "failed", "pass_rate", "mean_reward", "safety_violations", "unscorable_criteria",
+        "problems", "unscorable_share", "self_report_only", "loops", "malformed_tool_calls", "groups",
+        "zero_variance_groups", "zero_variance_share", "validated_unhooks",
+    ):
+        summary.add_row(key, _fmt(getattr(st, key)))
+    console.print(summary)
+    if report.by_task:
+        t = Table("task", "attempts", "passed", "pass rate", "mean reward", "variance", "zero var", title="by task")
+        for g in report.by_task[:MAX_TABLE_ROWS]:
+            t.add_row(g.task_id, str(g.attempts), str(g.passed), _fmt(g.pass_rate), _fmt(g.mean_reward), _fmt(g.reward_variance), _fmt(g.zero_variance))
+        console.print(t)
+    if report.trajectories:
+        t = Table("session", "task", "reward", "passed", "self-report only", "failed / unscorable", title="trajectories")
+        for s in report.trajectories[:MAX_TABLE_ROWS]:
+            bad = ", ".join(s.failed_criteria + [f"{c} (error)" for c in s.error_criteria])
+            t.add_row(s.session_id, s.task_id or "-", _fmt(s.reward), _fmt(s.passed), _fmt(s.self_report_only), bad)
+        if len(report.trajectories) > MAX_TABLE_ROWS:
+            t.caption = f"first {MAX_TABLE_ROWS} of {len(report.trajectories)}; --json has all"
+        console.print(t)
+    if report.summary is not None:
+        sm = report.summary
+        t = Table(*("taskCount passed failed averageReward evalGatePassed unhooksReady deployable".split()), title="Port Daddy summary")
+        t.add_row(str(sm.task_count), str(sm.passed), str(sm.failed), _fmt(sm.average_reward), _fmt(sm.eval_gate_passed), _fmt(sm.unhooks_ready), _fmt(sm.deployable))
+        console.print(t)
+    for p in report.problems[:MAX_TABLE_ROWS]:
+        console.print(f"[red]problem[/red] {p.source} {p.where}: {p.message}", markup=True, highlight=False)
+    for w in report.warnings:
+        console.print(f"[yellow]warning[/yellow] {w}", highlight=False)
+    if report.gate is not None:
+        render_verdict(report.gate, console)
+
+
+def render_verdict(v: GateVerdict, console: Console) -> None:
+    """Print a gate verdict as a table: each check, its threshold, what was measured and what would change it."""
+    from rich.table import Table
+
+    t = Table("check", "threshold", "measured", "result", "what would change it", title=f"gate {v.gate}: {'PASSED' if v.passed else 'FAILED'}")
+    for c in v.checks:
+        colour = {"pass": "green", "fail": "red", "error": "red"}[c.status]
+        measured = "-" if c.measured is None else _fmt(c.measured)
+        t.add_row(c.name, f"{c.comparison} {_fmt(c.threshold)}", measured, f"[{colour}]{c.status}[/{colour}]", c.what_would_change)
+    console.print(t)

@@ -1,0 +1,136 @@
+"""``agent-rl-sandbox trajectories list | show``: what the store holds, as tables or JSON.
+
+Exit statuses (the package's rule): ``list`` 0 (an empty result is an answer); ``show`` 2 for an
+unknown id. Stored content is printed as ``rich.text.Text``, never read as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from agent_rl_sandbox.cli._common import HomeOpt, group, settings, table_console
+from agent_rl_sandbox.cli._outcome import BadInput
+
+app = group("List and show stored trajectories.")
+
+
+def _short(value, limit: int = 60) -> str:
+    """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt_opt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+@app.command("list")
+def list_trajectories(
+    task: Annotated[str | None, typer.Option("--task", metavar="TASK_ID", help="Only this task id.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only this agent name.")] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, help="Most trajectories to list (newest first).")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """List stored trajectories, newest first: id, task, agent, status, steps, reward, passed."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from agent_rl_sandbox.schemas.tools import TrajectoryListOutput
+    from agent_rl_sandbox.services import Services
+
+    services = Services.build(settings(home))
+    try:
+        rows, total = services.store.list(task_id=task, agent_name=agent, limit=limit, offset=0)
+    finally:
+        services.close()
+    if as_json:
+        out = TrajectoryListOutput(trajectories=rows, total=total, next_offset=len(rows) if len(rows) < total else None)
+        typer.echo(out.model_dump_json(indent=2))
+        return
+    if not rows:
+        which = ", ".join(f"{k} {v!r}" for k, v in (("task", task), ("agent", agent)) if v)
+        typer.echo(f"no trajectories{' match ' + which if which else ' in the store'}")
+        return
+    table = Table(title="trajectories", caption=f"{len(rows)} of {total}" + ("; --limit N for more" if len(rows) < total else ""))
+    table.add_column("session", no_wrap=True, overflow="fold")
+    table.add_column("task", no_wrap=True, overflow="fold")
+    for name in ("agent", "status", "steps", "reward", "passed", "self-report only", "created"):
+        table.add_column(name, justify="right" if name in ("steps", "reward") else "left")
+    for s in rows:
+        table.add_row(
+            s.session_id, Text(s.task_id or "-"), Text(s.agent.name), s.status, str(s.step_count), _fmt_opt(s.reward),
+            _fmt_opt(s.passed), _fmt_opt(s.self_report_only), s.created_at,
+        )
+    table_console().print(table)
+
+
+@app.command("show")
+def show(
+    session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="Trajectory id (see `agent-rl-sandbox trajectories list`).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory (ATIF-shaped JSON).")] = False,
+    home: HomeOpt = None,
+) -> None:
+    """Print a trajectory: its summary and a table of its steps. Exit 2 for an unknown id."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.errors import ActionError
+
+    services = Services.build(settings(home))
+    try:
+        traj = services.store.get(session_id)
+    except ActionError as e:
+        raise BadInput(e.message, "`agent-rl-sandbox trajectories list` shows the stored ids") from None
+    finally:
+        services.close()
+    if as_json:
+        typer.echo(traj.model_dump_json(indent=2, exclude_none=True))
+        return
+    console = table_console()
+    summary = Table(title=f"trajectory {traj.session_id}", show_header=False)
+    summary.add_column("field", no_wrap=True)
+    summary.add_column("value", overflow="fold")
+    agent = traj.agent.name + (f" ({traj.agent.model_name})" if traj.agent.model_name else "")
+    for key, value in (
+        ("session", traj.session_id), ("task", traj.task_id), ("behaviour", traj.behaviour), ("split", traj.split),
+        ("agent", agent), ("origin", traj.origin), ("sandbox", traj.sandbox_id), ("status", traj.status),
+        ("created", traj.created_at), ("finished", traj.finished_at), ("steps", len(traj.steps)),
+        ("reward", traj.reward), ("passed", traj.passed), ("self_report_only", traj.self_report_only),
+        ("final message", traj.final_message),
+    ):
+        summary.add_row(key, Text(_fmt_opt(value)))  # Text: stored content is never read as markup
+    console.print(summary)
+    steps = Table(title="steps")
+    steps.add_column("step", no_wrap=True, justify="right")
+    steps.add_column("provenance", no_wrap=True)
+    steps.add_column("tool", no_wrap=True, overflow="fold")
+    steps.add_column("args", overflow="fold")
+    steps.add_column("outcome", no_wrap=True)
+    steps.add_column("exit", justify="right")
+    steps.add_column("observation", overflow="fold")
+    for s in traj.steps:
+        results = s.observation.results if s.observation else []
+        exit_code = "-" if s.exit_code is None else str(s.exit_code)
+        if not s.tool_calls:
+            steps.add_row(str(s.step_id), s.provenance, f"({s.source} message)", "", s.outcome, exit_code, Text(_short(s.message)))
+            continue
+        for c in s.tool_calls:
+            res = next((r for r in results if r.source_call_id == c.tool_call_id), results[0] if len(s.tool_calls) == 1 and results else None)
+            args = ", ".join(f"{k}={_short(v, 40)}" for k, v in c.arguments.items())
+            steps.add_row(
+                str(s.step_id), s.provenance, Text(c.function_name), Text(_short(args, 80)), s.outcome, exit_code,
+                Text(_short((res.content or "") if res else "")),
+            )
+    console.print(steps)
