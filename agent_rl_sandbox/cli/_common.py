@@ -91,7 +91,9 @@ def group(help: str) -> App:
 
 TaskDirOpt = Annotated[
     list[Path] | None,
-    typer.Option("--task-dir", metavar="DIR", help="Extra task folder (repeatable); adds to AGENT_RL_SANDBOX_TASK_DIRS."),
+    typer.Option(
+        "--task-dir", metavar="DIR", help="Extra task folder (repeatable); adds to AGENT_RL_SANDBOX_TASK_DIRS."
+    ),
 ]
 HomeOpt = Annotated[
     Path | None,
@@ -116,11 +118,11 @@ def settings(home: Path | None = None, task_dirs: list[Path] | None = None) -> S
         first = e.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "settings"
         var = _ENV.get(field, f"AGENT_RL_SANDBOX_{field.upper()}")
-        raise BadInput(
-            f"bad setting {var}={first.get('input')!r}: {first['msg']}", f"fix or unset {var}"
-        ) from None
+        raise BadInput(f"bad setting {var}={first.get('input')!r}: {first['msg']}", f"fix or unset {var}") from None
     except ValueError as e:  # a number that does not parse (AGENT_RL_SANDBOX_IDLE_SECONDS)
-        raise BadInput(f"bad setting: {e}", "fix the AGENT_RL_SANDBOX_* environment variables (README: Settings)") from None
+        raise BadInput(
+            f"bad setting: {e}", "give AGENT_RL_SANDBOX_IDLE_SECONDS as a number of seconds (README: Settings)"
+        ) from None
     if task_dirs:
         base = base.model_copy(update={"task_dirs": (*base.task_dirs, *task_dirs)})
     return base
@@ -132,4 +134,3 @@ def table_console() -> Console:
 
     console = Console()
     return console if console.is_terminal else Console(width=max(console.width, 200))
-

@@ -26,8 +26,12 @@ def export(
     task: Annotated[str | None, typer.Option("--task", metavar="TASK_ID", help="Only this task id.")] = None,
     behaviour: Annotated[str | None, typer.Option("--behaviour", metavar="BEHAVIOUR")] = None,
     agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only this agent name.")] = None,
-    origin: Annotated[str | None, typer.Option("--origin", metavar="ORIGIN", help="sandbox, mcp, hook, import, ...")] = None,
-    since: Annotated[str | None, typer.Option("--since", metavar="TIME", help="Created at or after (ISO-8601).")] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", metavar="ORIGIN", help="sandbox, mcp, hook, import, ...")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="TIME", help="Created at or after (ISO-8601).")
+    ] = None,
     until: Annotated[str | None, typer.Option("--until", metavar="TIME", help="Created before (ISO-8601).")] = None,
     min_reward: Annotated[
         float | None, typer.Option("--min-reward", metavar="REWARD", help="SFT/DPO-chosen minimum reward.")
@@ -52,8 +56,15 @@ def export(
         raise BadInput(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     services = Services.build(settings(home, task_dir))
     opts = ExportOptions(
-        format=fmt, task_id=task, behaviour=behaviour, agent_name=agent, origin=origin, created_after=since,
-        created_before=until, min_reward=None if any_reward else min_reward, include_heldout=include_heldout,
+        format=fmt,
+        task_id=task,
+        behaviour=behaviour,
+        agent_name=agent,
+        origin=origin,
+        created_after=since,
+        created_before=until,
+        min_reward=None if any_reward else min_reward,
+        include_heldout=include_heldout,
         include_running=include_running,
     )
     try:

@@ -20,7 +20,9 @@ from agent_rl_sandbox.cli._outcome import Outcome, finish
 def import_files(
     paths: Annotated[
         list[Path],
-        typer.Argument(metavar="FILE", help="Files to import (ATIF .json/.jsonl, Claude Code or Codex JSONL, chat logs)."),
+        typer.Argument(
+            metavar="FILE", help="Files to import (ATIF .json/.jsonl, Claude Code or Codex JSONL, chat logs)."
+        ),
     ],
     fmt: Annotated[
         str | None,

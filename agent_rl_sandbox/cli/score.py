@@ -29,15 +29,19 @@ MAX_TABLE_ROWS = 50
 
 def score(
     path: Annotated[
-        str, typer.Argument(metavar="PATH", help="Port Daddy suite JSON, ATIF file or folder, or `store` / `store:ID,ID`.")
+        str,
+        typer.Argument(metavar="PATH", help="Port Daddy suite JSON, ATIF file or folder, or `store` / `store:ID,ID`."),
     ],
     gate: Annotated[
         str | None, typer.Option("--gate", metavar="NAME", help="Evaluate this named gate; exit 1 when it fails.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as canonical JSON.")] = False,
-    spec: Annotated[Path | None, typer.Option("--spec", metavar="FILE", help="Reward spec (JSON or TOML) for ATIF input.")] = None,
+    spec: Annotated[
+        Path | None, typer.Option("--spec", metavar="FILE", help="Reward spec (JSON or TOML) for ATIF input.")
+    ] = None,
     task: Annotated[
-        str | None, typer.Option("--task", metavar="TASK_ID", help="Task whose spec scores ATIF input; filter for `store`.")
+        str | None,
+        typer.Option("--task", metavar="TASK_ID", help="Task whose spec scores ATIF input; filter for `store`."),
     ] = None,
     baseline: Annotated[
         Path | None, typer.Option("--baseline", metavar="FILE", help="Baseline report for the gate's regression check.")
@@ -46,7 +50,9 @@ def score(
         Path | None,
         typer.Option("--unhooks", metavar="FILE", help="JSON list of unhooks (name, command|procedure, validated)."),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", metavar="FILE", help="Also write the JSON report to this file.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="Also write the JSON report to this file.")
+    ] = None,
     home: HomeOpt = None,
     task_dir: TaskDirOpt = None,
 ) -> None:
@@ -72,8 +78,15 @@ def score(
         tasks = discover_tasks(resolved.task_dirs)[0]
     try:
         report = score_and_gate(
-            path, home=resolved.home, gate=gate, spec=spec, tasks=tasks, task_id=task, baseline=baseline,
-            unhooks=unhooks, score_store=from_store,
+            path,
+            home=resolved.home,
+            gate=gate,
+            spec=spec,
+            tasks=tasks,
+            task_id=task,
+            baseline=baseline,
+            unhooks=unhooks,
+            score_store=from_store,
         )
     finally:
         if services is not None:
@@ -83,7 +96,9 @@ def score(
         try:
             out.write_text(text, encoding="utf-8")
         except OSError as e:
-            raise BadInput(f"cannot write {out}: {e.strerror or e}", "pass an --out path in a writable folder") from None
+            raise BadInput(
+                f"cannot write {out}: {e.strerror or e}", "pass an --out path in a writable folder"
+            ) from None
     if as_json:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -109,19 +124,42 @@ def render_report(report: EvalReport, console: Console) -> None:
     summary.add_column("metric")
     summary.add_column("value", justify="right")
     for key in (
-        "trajectories", "passed", "failed", "pass_rate", "mean_reward", "safety_violations", "unscorable_criteria",
-        "problems", "unscorable_share", "self_report_only", "loops", "malformed_tool_calls", "groups",
-        "zero_variance_groups", "zero_variance_share", "validated_unhooks",
+        "trajectories",
+        "passed",
+        "failed",
+        "pass_rate",
+        "mean_reward",
+        "safety_violations",
+        "unscorable_criteria",
+        "problems",
+        "unscorable_share",
+        "self_report_only",
+        "loops",
+        "malformed_tool_calls",
+        "groups",
+        "zero_variance_groups",
+        "zero_variance_share",
+        "validated_unhooks",
     ):
         summary.add_row(key, _fmt(getattr(st, key)))
     console.print(summary)
     if report.by_task:
         t = Table("task", "attempts", "passed", "pass rate", "mean reward", "variance", "zero var", title="by task")
         for g in report.by_task[:MAX_TABLE_ROWS]:
-            t.add_row(g.task_id, str(g.attempts), str(g.passed), _fmt(g.pass_rate), _fmt(g.mean_reward), _fmt(g.reward_variance), _fmt(g.zero_variance))
+            t.add_row(
+                g.task_id,
+                str(g.attempts),
+                str(g.passed),
+                _fmt(g.pass_rate),
+                _fmt(g.mean_reward),
+                _fmt(g.reward_variance),
+                _fmt(g.zero_variance),
+            )
         console.print(t)
     if report.trajectories:
-        t = Table("session", "task", "reward", "passed", "self-report only", "failed / unscorable", title="trajectories")
+        t = Table(
+            "session", "task", "reward", "passed", "self-report only", "failed / unscorable", title="trajectories"
+        )
         for s in report.trajectories[:MAX_TABLE_ROWS]:
             bad = ", ".join(s.failed_criteria + [f"{c} (error)" for c in s.error_criteria])
             t.add_row(s.session_id, s.task_id or "-", _fmt(s.reward), _fmt(s.passed), _fmt(s.self_report_only), bad)
@@ -130,8 +168,19 @@ def render_report(report: EvalReport, console: Console) -> None:
         console.print(t)
     if report.summary is not None:
         sm = report.summary
-        t = Table(*("taskCount passed failed averageReward evalGatePassed unhooksReady deployable".split()), title="Port Daddy summary")
-        t.add_row(str(sm.task_count), str(sm.passed), str(sm.failed), _fmt(sm.average_reward), _fmt(sm.eval_gate_passed), _fmt(sm.unhooks_ready), _fmt(sm.deployable))
+        t = Table(
+            *("taskCount passed failed averageReward evalGatePassed unhooksReady deployable".split()),
+            title="Port Daddy summary",
+        )
+        t.add_row(
+            str(sm.task_count),
+            str(sm.passed),
+            str(sm.failed),
+            _fmt(sm.average_reward),
+            _fmt(sm.eval_gate_passed),
+            _fmt(sm.unhooks_ready),
+            _fmt(sm.deployable),
+        )
         console.print(t)
     for p in report.problems[:MAX_TABLE_ROWS]:
         console.print(f"[red]problem[/red] {p.source} {p.where}: {p.message}", markup=True, highlight=False)
@@ -145,9 +194,22 @@ def render_verdict(v: GateVerdict, console: Console) -> None:
     """Print a gate verdict as a table: each check, its threshold, what was measured and what would change it."""
     from rich.table import Table
 
-    t = Table("check", "threshold", "measured", "result", "what would change it", title=f"gate {v.gate}: {'PASSED' if v.passed else 'FAILED'}")
+    t = Table(
+        "check",
+        "threshold",
+        "measured",
+        "result",
+        "what would change it",
+        title=f"gate {v.gate}: {'PASSED' if v.passed else 'FAILED'}",
+    )
     for c in v.checks:
         colour = {"pass": "green", "fail": "red", "error": "red"}[c.status]
         measured = "-" if c.measured is None else _fmt(c.measured)
-        t.add_row(c.name, f"{c.comparison} {_fmt(c.threshold)}", measured, f"[{colour}]{c.status}[/{colour}]", c.what_would_change)
+        t.add_row(
+            c.name,
+            f"{c.comparison} {_fmt(c.threshold)}",
+            measured,
+            f"[{colour}]{c.status}[/{colour}]",
+            c.what_would_change,
+        )
     console.print(t)

@@ -35,8 +35,13 @@ def list_tasks(
     tasks = sorted(found.values(), key=lambda t: t.id)
     if as_json:
         rows = [
-            {"id": t.id, "behaviour": t.config.behaviour, "split": t.config.split, "description": t.config.description,
-             "root": str(t.root)}
+            {
+                "id": t.id,
+                "behaviour": t.config.behaviour,
+                "split": t.config.split,
+                "description": t.config.description,
+                "root": str(t.root),
+            }
             for t in tasks
         ]
         typer.echo(json.dumps({"tasks": rows, "problems": [str(p) for p in problems]}, indent=2))
@@ -113,7 +118,10 @@ def check(
     table = Table("task", "oracle reward", "bad reward", "verdict", "problem")
     for r in rows:
         table.add_row(
-            r.task_id, f"{r.good_reward:.3f}", f"{r.bad_reward:.3f}", "ok" if r.ok else "[red]FAIL[/red]",
+            r.task_id,
+            f"{r.good_reward:.3f}",
+            f"{r.bad_reward:.3f}",
+            "ok" if r.ok else "[red]FAIL[/red]",
             "; ".join(r.problems),
         )
     Console().print(table)

@@ -38,7 +38,9 @@ def _fmt_opt(value) -> str:
 def list_trajectories(
     task: Annotated[str | None, typer.Option("--task", metavar="TASK_ID", help="Only this task id.")] = None,
     agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only this agent name.")] = None,
-    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, help="Most trajectories to list (newest first).")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", min=1, help="Most trajectories to list (newest first).")
+    ] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
     home: HomeOpt = None,
 ) -> None:
@@ -62,22 +64,33 @@ def list_trajectories(
         which = ", ".join(f"{k} {v!r}" for k, v in (("task", task), ("agent", agent)) if v)
         typer.echo(f"no trajectories{' match ' + which if which else ' in the store'}")
         return
-    table = Table(title="trajectories", caption=f"{len(rows)} of {total}" + ("; --limit N for more" if len(rows) < total else ""))
+    table = Table(
+        title="trajectories", caption=f"{len(rows)} of {total}" + ("; --limit N for more" if len(rows) < total else "")
+    )
     table.add_column("session", no_wrap=True, overflow="fold")
     table.add_column("task", no_wrap=True, overflow="fold")
     for name in ("agent", "status", "steps", "reward", "passed", "self-report only", "created"):
         table.add_column(name, justify="right" if name in ("steps", "reward") else "left")
     for s in rows:
         table.add_row(
-            s.session_id, Text(s.task_id or "-"), Text(s.agent.name), s.status, str(s.step_count), _fmt_opt(s.reward),
-            _fmt_opt(s.passed), _fmt_opt(s.self_report_only), s.created_at,
+            s.session_id,
+            Text(s.task_id or "-"),
+            Text(s.agent.name),
+            s.status,
+            str(s.step_count),
+            _fmt_opt(s.reward),
+            _fmt_opt(s.passed),
+            _fmt_opt(s.self_report_only),
+            s.created_at,
         )
     table_console().print(table)
 
 
 @app.command("show")
 def show(
-    session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="Trajectory id (see `agent-rl-sandbox trajectories list`).")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="SESSION_ID", help="Trajectory id (see `agent-rl-sandbox trajectories list`).")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory (ATIF-shaped JSON).")] = False,
     home: HomeOpt = None,
 ) -> None:
@@ -104,10 +117,20 @@ def show(
     summary.add_column("value", overflow="fold")
     agent = traj.agent.name + (f" ({traj.agent.model_name})" if traj.agent.model_name else "")
     for key, value in (
-        ("session", traj.session_id), ("task", traj.task_id), ("behaviour", traj.behaviour), ("split", traj.split),
-        ("agent", agent), ("origin", traj.origin), ("sandbox", traj.sandbox_id), ("status", traj.status),
-        ("created", traj.created_at), ("finished", traj.finished_at), ("steps", len(traj.steps)),
-        ("reward", traj.reward), ("passed", traj.passed), ("self_report_only", traj.self_report_only),
+        ("session", traj.session_id),
+        ("task", traj.task_id),
+        ("behaviour", traj.behaviour),
+        ("split", traj.split),
+        ("agent", agent),
+        ("origin", traj.origin),
+        ("sandbox", traj.sandbox_id),
+        ("status", traj.status),
+        ("created", traj.created_at),
+        ("finished", traj.finished_at),
+        ("steps", len(traj.steps)),
+        ("reward", traj.reward),
+        ("passed", traj.passed),
+        ("self_report_only", traj.self_report_only),
         ("final message", traj.final_message),
     ):
         summary.add_row(key, Text(_fmt_opt(value)))  # Text: stored content is never read as markup
@@ -124,13 +147,23 @@ def show(
         results = s.observation.results if s.observation else []
         exit_code = "-" if s.exit_code is None else str(s.exit_code)
         if not s.tool_calls:
-            steps.add_row(str(s.step_id), s.provenance, f"({s.source} message)", "", s.outcome, exit_code, Text(_short(s.message)))
+            steps.add_row(
+                str(s.step_id), s.provenance, f"({s.source} message)", "", s.outcome, exit_code, Text(_short(s.message))
+            )
             continue
         for c in s.tool_calls:
-            res = next((r for r in results if r.source_call_id == c.tool_call_id), results[0] if len(s.tool_calls) == 1 and results else None)
+            res = next(
+                (r for r in results if r.source_call_id == c.tool_call_id),
+                results[0] if len(s.tool_calls) == 1 and results else None,
+            )
             args = ", ".join(f"{k}={_short(v, 40)}" for k, v in c.arguments.items())
             steps.add_row(
-                str(s.step_id), s.provenance, Text(c.function_name), Text(_short(args, 80)), s.outcome, exit_code,
+                str(s.step_id),
+                s.provenance,
+                Text(c.function_name),
+                Text(_short(args, 80)),
+                s.outcome,
+                exit_code,
                 Text(_short((res.content or "") if res else "")),
             )
     console.print(steps)

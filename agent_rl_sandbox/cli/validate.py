@@ -18,13 +18,19 @@ from agent_rl_sandbox.cli._outcome import BadInput, Outcome, finish
 
 def validate(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSONL or JSON files to validate.")],
-    kind: Annotated[str | None, typer.Option("--kind", metavar="KIND", help="Force a kind instead of detecting it per row.")] = None,
-    eval_file: Annotated[Path | None, typer.Option("--eval", metavar="FILE", help="Eval file: shared prompts are leakage.")] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", metavar="KIND", help="Force a kind instead of detecting it per row.")
+    ] = None,
+    eval_file: Annotated[
+        Path | None, typer.Option("--eval", metavar="FILE", help="Eval file: shared prompts are leakage.")
+    ] = None,
     max_errors: Annotated[int, typer.Option("--max-errors", metavar="N", min=1, help="Errors listed per file.")] = 50,
     max_length: Annotated[
         int | None, typer.Option("--max-length", metavar="TOKENS", min=1, help="Length limit (estimated tokens).")
     ] = None,
-    tokenizer: Annotated[str | None, typer.Option("--tokenizer", metavar="FILE", help="tokenizer.json for real token counts.")] = None,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", metavar="FILE", help="tokenizer.json for real token counts.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON.")] = False,
 ) -> None:
     """Validate post-training data. Exit 0: valid; 1: errors found; 2: a file could not be read."""
@@ -48,8 +54,13 @@ def validate(
 
         # an ActionError (a file that cannot be read) reaches the root group: exit 2
         reports = validate_files(
-            files, kind=kind, eval_path=eval_file, max_errors=max_errors, max_length=max_length,
-            tokenizer_path=tokenizer, progress=progress,
+            files,
+            kind=kind,
+            eval_path=eval_file,
+            max_errors=max_errors,
+            max_length=max_length,
+            tokenizer_path=tokenizer,
+            progress=progress,
         )
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))

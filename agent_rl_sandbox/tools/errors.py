@@ -6,7 +6,8 @@ from __future__ import annotations
 class ActionError(Exception):
     """A failure with a next step. ``str(err)`` is the message; ``hint`` says what to do next.
 
-    The MCP adapter turns it into a flagged ``ToolError`` result; the CLI prints it and exits 1.
+    The MCP adapter turns it into a flagged ``ToolError`` result; the CLI prints it as one ``error:``
+    line and exits 2 (bad input; see :mod:`agent_rl_sandbox.cli`).
     """
 
     def __init__(self, message: str, hint: str = ""):

@@ -9,7 +9,9 @@ import pytest
 
 def _cli(args, tmp_path, **env):
     full = {**os.environ, "AGENT_RL_SANDBOX_HOME": str(tmp_path / "home"), **env}
-    return subprocess.run([sys.executable, "-m", "agent_rl_sandbox.cli", *args], env=full, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_rl_sandbox.cli", *args], env=full, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize(
@@ -17,8 +19,15 @@ def _cli(args, tmp_path, **env):
     [
         (["demo", "--task", "nope"], {}, "unknown task 'nope'"),
         (["tasks", "check", "nope"], {}, "unknown task(s) ['nope']"),
+        (["tasks", "show", "nope"], {}, "unknown task 'nope'"),
+        (["tasks", "list"], {"AGENT_RL_SANDBOX_ISOLATION": "bogus"}, "bad setting AGENT_RL_SANDBOX_ISOLATION='bogus'"),
+        (["serve"], {"AGENT_RL_SANDBOX_IDLE_SECONDS": "soon"}, "bad setting"),
         (["score", "store"], {"AGENT_RL_SANDBOX_DATABASE_URL": "notaurl"}, "cannot open the store"),
-        (["score", "store"], {"AGENT_RL_SANDBOX_DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/x"}, "cannot open the store"),
+        (
+            ["score", "store"],
+            {"AGENT_RL_SANDBOX_DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/x"},
+            "cannot open the store",
+        ),
     ],
 )
 def test_user_errors_exit_2_without_traceback(tmp_path, args, env, needle):

@@ -68,14 +68,33 @@ def test_show_prints_summary_and_steps(world):
     r = cli("trajectories", "show", world["good"], home=world["home"])
     assert r.exit_code == 0, r.stdout + r.stderr
     out = r.stdout
-    for needle in (world["good"], TASK, "good", "finished", "1.000", "passed", "self_report_only", "final message",
-                   "all tests passed", "sandbox_claim", "sandbox_write_file", "path=shopcart/pricing.py",
-                   "sandbox_exec", "command=python -m pytest -q", "server", "sandbox_finish"):
+    for needle in (
+        world["good"],
+        TASK,
+        "good",
+        "finished",
+        "1.000",
+        "passed",
+        "self_report_only",
+        "final message",
+        "all tests passed",
+        "sandbox_claim",
+        "sandbox_write_file",
+        "path=shopcart/pricing.py",
+        "sandbox_exec",
+        "command=python -m pytest -q",
+        "server",
+        "sandbox_finish",
+    ):
         assert needle in out, needle
     exec_row = next(line for line in out.splitlines() if "sandbox_exec" in line)
     assert " ok " in exec_row and " 0 " in exec_row and "passed" in exec_row  # outcome, exit code, observation
     bad = cli("trajectories", "show", world["bad"], home=world["home"])
-    summary = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in bad.stdout.splitlines() if line.count("│") == 3}
+    summary = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in bad.stdout.splitlines()
+        if line.count("│") == 3
+    }
     assert summary["passed"] == "no" and summary["self_report_only"] == "yes" and summary["reward"] != "1.000"
 
 
