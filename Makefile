@@ -24,8 +24,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
 
+## Style, formatting, the import layers (pyproject [tool.importlinter]) and types on schemas/ and tools/.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check agent_rl_sandbox tests bench
+	$(VENV)/bin/ruff format --check agent_rl_sandbox tests bench
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache
