@@ -18,6 +18,7 @@ from typing import Any
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.datasets import DatasetService
 from agent_rl_sandbox.tools.evals import EvalService
+from agent_rl_sandbox.tools.routes import RouteService
 from agent_rl_sandbox.tools.sandbox import SandboxService
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore
 from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
@@ -34,6 +35,8 @@ class Services:
     """Self-logged trajectories, listing, imports and training-data exports."""
     datasets: DatasetService
     """Post-training data validation."""
+    routes: RouteService
+    """Training-route recommendation from the store's evidence."""
     _exit_hook: object = field(default=None, repr=False)
 
     @classmethod
@@ -52,6 +55,7 @@ class Services:
             settings=settings, store=store, sandbox=sandbox, evals=EvalService(settings, store, sandbox),
             trajectories=TrajectoryService(settings, store, task_info),
             datasets=DatasetService(settings),
+            routes=RouteService(store, sandbox.tasks),
         )
 
     def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:

@@ -94,7 +94,8 @@ class RouteRecommendInput(BaseModel):
     base_model: str | None = Field(None, max_length=500)
     """The model to adapt (a local path or a name the operator's registry knows); copied into the
     job spec draft."""
-    signals: RouteSignals = Field(default_factory=RouteSignals)
+    signals: RouteSignals | None = None
+    """Explicit evidence; each given field wins over the derived value."""
 
 
 class Reason(BaseModel):

@@ -25,12 +25,14 @@ from pydantic import BaseModel, ValidationError
 
 from agent_rl_sandbox import __version__
 from agent_rl_sandbox.schemas import reward as evals_io
+from agent_rl_sandbox.schemas import routes as routes_io
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import EvalService
+from agent_rl_sandbox.tools.routes import RouteService
 from agent_rl_sandbox.tools.sandbox import SandboxService
 from agent_rl_sandbox.tools.trajectories import TrajectoryService
 
@@ -204,6 +206,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Write training data from finished trajectories: sft, dpo, kto, grpo (TRL), minimind_sft, minimind_dpo, "
         "minimind_agentic, atif or suite, with a manifest (source ids, filters, counts, hash). Held-out task "
         "variants never enter a training format. Returns the data and manifest paths and what was skipped.",
+        slow=True,
+    ),
+    ToolSpec(
+        "route_recommend", routes_io.RouteRecommendInput, routes_io.RouteRecommendation, READ_ONLY, RouteService.recommend,
+        "Recommend how to teach a behaviour: a rule/hook, a prompt, SFT, DPO/KTO, GRPO or agentic GRPO (or distillation), "
+        "LoRA/QLoRA/full, starting hyperparameters and what is still missing. Pass a behaviour or task_id to derive the "
+        "evidence from finished trajectories, and/or explicit signals (base_model_params with a unit, e.g. 7B; gpu; "
+        "gpu_memory_gb). Every reason names the signal and value behind it. Read-only: it requests nothing.",
         slow=True,
     ),
     ToolSpec(

@@ -261,6 +261,12 @@ def recommend(
     else:
         why.add("distill-teacher", "teacher_model", v["teacher_model"], lead=True)
 
+    if attempts is not None and attempts < t.min_attempts and chosen in ("prompt", "grpo", "agentic_grpo"):
+        why.add("few-attempts", "attempts", attempts)
+        missing.append(
+            f"need at least {t.min_attempts} finished attempts on train variants to measure the base pass rate and "
+            f"reward variance (have {attempts})"
+        )
     heldout = v["heldout_attempts"]
     if heldout is not None and heldout < t.min_heldout_attempts and chosen not in ("rule", "prompt"):
         why.add("gate-heldout", "heldout_attempts", heldout)

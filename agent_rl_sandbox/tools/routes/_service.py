@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent_rl_sandbox.schemas.routes import RouteRecommendation, RouteRecommendInput
+from agent_rl_sandbox.schemas.routes import RouteRecommendation, RouteRecommendInput, RouteSignals
 from agent_rl_sandbox.tools.routes._recommend import recommend
 from agent_rl_sandbox.tools.routes._signals import SummarySource, TaskView, derive_signals
 
@@ -24,4 +24,4 @@ class RouteService:
         derived = derive_signals(
             self.store, self.tasks, behaviour=inp.behaviour, task_id=inp.task_id, agent_name=inp.agent_name
         )
-        return recommend(inp.signals, derived, base_model=inp.base_model)
+        return recommend(inp.signals or RouteSignals(), derived, base_model=inp.base_model)

@@ -58,6 +58,8 @@ class Thresholds:
     """At or above this base pass rate, a prompt or skill closes the gap; training is overkill (project)."""
     max_zero_variance_fraction: float = 0.5
     """Above this share of zero-variance groups, GRPO wastes most of its steps (grpo-variance; the cut is project)."""
+    min_attempts: int = 6
+    """Finished attempts on train variants before a pass rate or reward variance is trusted (project)."""
     min_heldout_attempts: int = 4
     """Attempts on held-out variants needed for an eval gate to say anything (project)."""
     max_cpu_params: int = 100_000_000
@@ -95,6 +97,7 @@ RULES: dict[str, Rule] = {
         Rule("sft-demos", "enough passing demonstrations: SFT imitates them", "trl-datasets"),
         Rule("distill-teacher", "a teacher model can produce the demonstrations: distillation (SFT on its trajectories)", "design"),
         Rule("not-enough-data", "too few demonstrations for any trainer: collect more before training", "project"),
+        Rule("few-attempts", "too few attempts to trust the measured pass rate and variance", "project"),
         Rule("gate-heldout", "held-out attempts decide promotion; too few and the gate cannot say", "project"),
         Rule("adapter-lora", "LoRA on all linear layers matches full fine-tuning at a fraction of the memory", "lora-without-regret"),
         Rule("adapter-qlora", "the bf16 base does not fit for LoRA but a 4-bit base does: QLoRA (CUDA only)", "qlora"),
