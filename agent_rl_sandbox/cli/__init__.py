@@ -1,5 +1,5 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook``.
+| import | export | hook | route``.
 
 One module per command group; this file only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
@@ -13,6 +13,7 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     import_.py       import                     trajectories in from ATIF, Claude Code, Codex, chat logs
     export.py        export                     training data (or ATIF / a suite) out, with a manifest
     hook.py          hook claude-code           what agent clients' hooks call (always exit 0)
+    route.py         route                      the training-route recommendation (tools.routes)
     _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
 
 Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import os
 
-from agent_rl_sandbox.cli import demo, export, hook, import_, score, serve, tasks, trajectories, validate
+from agent_rl_sandbox.cli import demo, export, hook, import_, route, score, serve, tasks, trajectories, validate
 from agent_rl_sandbox.cli._common import App, RootGroup
 
 app = App(
@@ -56,6 +57,7 @@ app.command("import")(import_.import_files)
 app.command("export")(export.export)
 app.add_typer(trajectories.app, name="trajectories")
 app.command("validate")(validate.validate)
+app.command("route")(route.route)
 
 __all__ = ["app", "main"]
 

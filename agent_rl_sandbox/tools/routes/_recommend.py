@@ -122,9 +122,10 @@ class _Why:
 
 
 def _adapter(
-    sig: dict[str, ResolvedSignal], why: _Why, missing: list[str], t: Thresholds
+    sig: dict[str, ResolvedSignal], why: _Why, missing: list[str], t: Thresholds, rank: int
 ) -> tuple[AdapterKind | None, list[MemoryRow], bool]:
-    """Adapter kind, the memory rows behind it, and whether gradient checkpointing is needed."""
+    """Adapter kind, the memory rows behind it (LoRA rows at ``rank``), and whether gradient
+    checkpointing is needed."""
     raw = sig["base_model_params"].value
     gpu = (sig["gpu"].value or "").strip().lower()
     has_gpu = gpu not in NO_GPU if sig["gpu"].value is not None else None
@@ -148,7 +149,7 @@ def _adapter(
         device = KNOWN_GPU_GIB.get(gpu.replace(" ", "").replace("nvidia", ""))
     rows = []
     for method in ("full", "lora", "qlora"):
-        e = estimate(method, shape, seq_len=seq, batch=batch, rank=16, device_gib=device)  # type: ignore[arg-type]
+        e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device)  # type: ignore[arg-type]
         rows.append(MemoryRow(**e.__dict__))
     if not has_gpu:
         why.add("no-gpu", "gpu", sig["gpu"].value, f"no GPU given: LoRA on the CPU, practical up to {t.max_cpu_params:,} parameters")
@@ -159,7 +160,7 @@ def _adapter(
         why.add("adapter-lora", "gpu_memory_gb", None, f"GPU {sig['gpu'].value!r} has unknown memory: LoRA by default; pass gpu_memory_gb to check the fit")
         return "lora", rows, False
     for method, ckpt in (("lora", False), ("lora", True), ("qlora", False), ("qlora", True)):
-        e = estimate(method, shape, seq_len=seq, batch=batch, rank=16, device_gib=device, checkpointing=ckpt)  # type: ignore[arg-type]
+        e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device, checkpointing=ckpt)  # type: ignore[arg-type]
         if e.fits:
             lora = next(r for r in rows if r.method == "lora")
             if method == "qlora":
@@ -279,9 +280,9 @@ def recommend(
     memory: list[MemoryRow] = []
     hp: dict[str, Any] = {}
     if trainer is not None:
-        adapter, memory, ckpt = _adapter(sig, why, missing, t)
         rows = {"sft": demos, "dpo": pairs, "kto": kto}.get(trainer) or 0
         hp = hyperparameters(trainer, rows)
+        adapter, memory, ckpt = _adapter(sig, why, missing, t, hp["lora_r"])
         if ckpt:
             hp["gradient_checkpointing"] = True
         if adapter == "qlora":

@@ -290,3 +290,29 @@ def test_unknown_behaviour_and_task_are_refused(played):
     assert "claim-before-edit" in e.value.hint
     with pytest.raises(RouteInputError, match="unknown task_id"):
         svc.recommend(RouteRecommendInput(task_id="nope/train-9"))
+
+
+def test_memory_rows_use_the_recommended_rank():
+    rec = recommend(RouteSignals(demonstrations=500, base_model_params="7B", gpu="H100"))
+    lora = next(m for m in rec.memory if m.method == "lora")
+    shape = ModelShape(7_000_000_000, 32, 4096, 32, 11008, 32_000)  # nearest known shape: Llama-2-7B
+    assert lora.trainable_params == lora_params(shape, rec.hyperparameters["lora_r"])
+
+
+def test_cli_route_table_json_and_exit_codes(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from agent_rl_sandbox.cli import app
+
+    runner = CliRunner()
+    home = str(tmp_path / "home")
+    r = runner.invoke(app, ["route", "--params", "13B", "--gpu", "T4", "--demonstrations", "500", "--json", "--home", home])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["adapter"] == "qlora"
+    r = runner.invoke(app, ["route", "--fixed-rule", "--home", home])
+    assert r.exit_code == 0 and "route: rule" in r.stdout and "fixed-rule" in r.stdout
+    for args, needle in ((["--params", "7"], "has no unit"), (["--behaviour", "nope"], "unknown behaviour"), (["--pairs", "-2"], "--preference-pairs")):
+        r = runner.invoke(app, ["route", *args, "--home", home])
+        assert r.exit_code == 2 and needle in r.stderr and "Next step" in r.stderr, r.stderr

@@ -1,0 +1,114 @@
+"""``agent-rl-sandbox route``: the training-route recommendation (``tools.routes``) as a table or JSON.
+
+Exit statuses (the package's rule): 0 a recommendation was made (whether or not it says to train
+now); 2 bad input (an unknown behaviour or task, a negative count, a model size without a unit).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings, table_console
+from agent_rl_sandbox.cli._outcome import BadInput
+
+
+def route(
+    behaviour: Annotated[
+        str | None,
+        typer.Option(
+            "--behaviour", "--behavior", metavar="NAME", help="Derive the evidence from this behaviour's trajectories."
+        ),
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", metavar="TASK_ID", help="Derive it from one task variant.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", metavar="NAME", help="Count only this agent's trajectories.")
+    ] = None,
+    base_model: Annotated[
+        str | None, typer.Option("--base-model", metavar="MODEL", help="Model to adapt (copied into the job spec).")
+    ] = None,
+    params: Annotated[
+        str | None, typer.Option("--params", metavar="SIZE", help="Base model size with a unit: 7B, 350M.")
+    ] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", metavar="TYPE", help="GPU type (H100, A10G, T4) or none.")] = None,
+    gpu_memory_gb: Annotated[
+        float | None, typer.Option("--gpu-memory-gb", metavar="GB", help="Memory of one GPU.")
+    ] = None,
+    context_length: Annotated[
+        int | None, typer.Option("--context-length", metavar="TOKENS", help="Training sequence length.")
+    ] = None,
+    demonstrations: Annotated[
+        int | None, typer.Option("--demonstrations", metavar="N", help="Passing demonstrations available.")
+    ] = None,
+    pairs: Annotated[int | None, typer.Option("--pairs", metavar="N", help="Preference pairs available.")] = None,
+    teacher: Annotated[
+        str | None, typer.Option("--teacher", metavar="MODEL", help="A teacher model to distil from.")
+    ] = None,
+    fixed_rule: Annotated[
+        bool | None,
+        typer.Option("--fixed-rule/--not-fixed-rule", help="The behaviour is the same action in every state."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the recommendation as JSON.")] = False,
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+) -> None:
+    """Recommend how to teach a behaviour: rule, prompt, SFT, DPO/KTO, GRPO or agentic GRPO; the adapter; why."""
+    from pydantic import ValidationError
+
+    from agent_rl_sandbox.schemas.routes import RouteRecommendInput, RouteSignals
+    from agent_rl_sandbox.services import Services
+
+    try:
+        signals = RouteSignals(
+            base_model_params=params,
+            gpu=gpu,
+            gpu_memory_gb=gpu_memory_gb,
+            context_length=context_length,
+            demonstrations=demonstrations,
+            preference_pairs=pairs,
+            teacher_model=teacher,
+            fixed_rule=fixed_rule,
+        )
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise BadInput(
+            f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}", "fix the option and run again"
+        ) from None
+    inp = RouteRecommendInput(
+        behaviour=behaviour, task_id=task, agent_name=agent, base_model=base_model, signals=signals
+    )
+    services = Services.build(settings(home, task_dir))
+    try:
+        rec = services.routes.recommend(inp)  # a RouteInputError reaches the root group: exit 2
+    finally:
+        services.close()
+    if as_json:
+        typer.echo(rec.model_dump_json(indent=2))
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    console = table_console()
+    head = f"{rec.intervention}" + (f" ({rec.trainer}, {rec.adapter})" if rec.trainer else "")
+    console.print(Text(f"route: {head}; train now: {'yes' if rec.train_now else 'no'}"))
+    table = Table("rule", "why", "signal", "value", "source", title="reasons")
+    for r in rec.reasons:
+        table.add_row(r.rule, Text(r.text), r.signal, Text(json.dumps(r.value, default=str)), Text(r.source))
+    console.print(table)
+    for m in rec.prerequisites_missing:
+        console.print(Text(f"missing: {m}"))
+    for a in rec.alternatives:
+        console.print(Text(f"alternative {a.rank}: {a.intervention} ({a.why})"))
+    if rec.hyperparameters:
+        console.print(Text("hyperparameters: " + json.dumps(rec.hyperparameters)))
+    if rec.memory:
+        mem = Table("method", "trainable params", "total GiB", "fits", title="memory estimate")
+        for row in rec.memory:
+            mem.add_row(
+                row.method, f"{row.trainable_params:,}", f"{row.total_gib}", "-" if row.fits is None else str(row.fits)
+            )
+        console.print(mem)
