@@ -28,7 +28,7 @@ from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
 TASK = BUILTIN_TASKS_DIR / "claim-before-edit"
 FIX = (TASK / "solution" / "files" / "pricing.py").read_text()
 
-PYTEST_SUITE = '''
+PYTEST_SUITE = """
 import pytest
 from shopcart.cart import Cart
 from shopcart.pricing import apply_discount
@@ -52,7 +52,7 @@ def test_cart_total_uses_discount():
     cart = Cart()
     cart.add("book", 1500, 2)
     assert cart.total(10) == 2700
-'''
+"""
 
 PYTEST_SCRIPT = """#!/usr/bin/env bash
 set -u
@@ -110,8 +110,12 @@ def main() -> None:
             services.sandbox.close()
             services.close()
     t50, t95, l50, l95 = pct(trusted, 0.5), pct(trusted, 0.95), pct(legacy, 0.5), pct(legacy, 0.95)
-    print(f"sandbox_finish, trusted runner (checks.toml): p50 {t50 * 1000:.0f} ms, p95 {t95 * 1000:.0f} ms (mean {statistics.mean(trusted) * 1000:.0f} ms)")
-    print(f"baseline, pytest shell verifier, same cases:  p50 {l50 * 1000:.0f} ms, p95 {l95 * 1000:.0f} ms (mean {statistics.mean(legacy) * 1000:.0f} ms)")
+    print(
+        f"sandbox_finish, trusted runner (checks.toml): p50 {t50 * 1000:.0f} ms, p95 {t95 * 1000:.0f} ms (mean {statistics.mean(trusted) * 1000:.0f} ms)"
+    )
+    print(
+        f"baseline, pytest shell verifier, same cases:  p50 {l50 * 1000:.0f} ms, p95 {l95 * 1000:.0f} ms (mean {statistics.mean(legacy) * 1000:.0f} ms)"
+    )
     print(f"ratio (baseline p50 / trusted p50): {l50 / t50:.1f}x")
 
 

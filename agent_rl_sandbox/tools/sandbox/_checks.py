@@ -162,7 +162,9 @@ def value_of(raw: Any, where: str, *, refs: bool = False) -> Any:
         if tags:
             if len(raw) != 1 or tags[0] not in _TAGS or (tags[0] == "$ref" and not refs):
                 allowed = sorted(_TAGS if refs else _TAGS - {"$ref"})
-                raise ChecksError(f"{where}: a tagged value is a table with exactly one of {allowed}, got {sorted(raw)}")
+                raise ChecksError(
+                    f"{where}: a tagged value is a table with exactly one of {allowed}, got {sorted(raw)}"
+                )
             tag, inner = tags[0], raw[tags[0]]
             if tag == "$tuple":
                 return tuple(value_of(x, where, refs=refs) for x in _list(inner, where))
@@ -221,7 +223,7 @@ def _expect(raw: dict, where: str) -> Expect:
     kind = given[0]
     value = value_of(raw[kind], f"{where}.{kind}")
     if kind == "raises" and not (isinstance(value, str) and value.isidentifier()):
-        raise ChecksError(f"{where}.raises: an exception class name such as \"ValueError\"")
+        raise ChecksError(f'{where}.raises: an exception class name such as "ValueError"')
     if kind == "truthy" and not isinstance(value, bool):
         raise ChecksError(f"{where}.truthy: true or false")
     return Expect("value" if kind == "expect" else kind, value, strict)
@@ -292,7 +294,9 @@ def _cases(raw: dict, where: str) -> list[CallCase | CommandCase]:
         for i, row in enumerate(_list(raw["each"], f"{where}.each")):
             if not isinstance(row, dict):
                 raise ChecksError(f"{where}.each[{i}]: a table")
-            merged = {k: v for k, v in base.items() if not (k in EXPECT_KEYS and any(e in row for e in EXPECT_KEYS))} | row
+            merged = {
+                k: v for k, v in base.items() if not (k in EXPECT_KEYS and any(e in row for e in EXPECT_KEYS))
+            } | row
             step = _step(merged, f"{where}.each[{i}]")
             out.append(CallCase(f"{name}[{i}] {_name(step)}" if name else _name(step), (step,)))
         return out
@@ -311,7 +315,10 @@ def parse_checks(raw: dict, where: str = "checks.toml") -> Checks:
         if not isinstance(c, dict):
             raise ChecksError(f"{where}: case[{i}] is not a table")
         for made in _cases(c, f"{where}: case[{i}]"):
-            (commands if isinstance(made, CommandCase) else cases).append(made)
+            if isinstance(made, CommandCase):
+                commands.append(made)
+            else:
+                cases.append(made)
     files = []
     for i, f in enumerate(_list(raw.get("file", []), f"{where}: file")):
         if not isinstance(f, dict) or not isinstance(f.get("path"), str) or set(f) - {"path", "exists", "contains"}:
@@ -323,11 +330,13 @@ def parse_checks(raw: dict, where: str = "checks.toml") -> Checks:
     if "deps" in raw:
         d = raw["deps"]
         try:
-            deps = DepsCheck(str(d["requirements"]), str(d["lock"]), str(d.get("lock_format", "pip")), dict(d["expect"]))
+            deps = DepsCheck(
+                str(d["requirements"]), str(d["lock"]), str(d.get("lock_format", "pip")), dict(d["expect"])
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise ChecksError(f"{where}: deps: needs requirements, lock, expect ({e})") from None
         if deps.lock_format not in ("pip", "json"):
-            raise ChecksError(f"{where}: deps.lock_format: \"pip\" or \"json\"")
+            raise ChecksError(f'{where}: deps.lock_format: "pip" or "json"')
     claims = raw.get("claims", False)
     timeout = raw.get("case_timeout_seconds", 5.0)
     if not isinstance(claims, bool):

@@ -47,7 +47,7 @@ def enc(v, depth=0):
         return {"t": "bytes", "v": bytes(v).hex()}
     for base, tag in ((tuple, "tuple"), (list, "list"), (set, "set"), (frozenset, "frozenset")):
         if isinstance(v, base):
-            items = list(base.__iter__(v))
+            items = list(base.__iter__(v))  # type: ignore[arg-type]  # the base's own iterator, not an override
             if len(items) > MAX_ITEMS:
                 break
             return {"t": tag, "v": [enc(x, depth + 1) for x in items]}
@@ -95,7 +95,7 @@ def resolve(target, bound):
 
 
 def run_case(req):
-    bound = {}
+    bound: dict = {}
     out = []
     for s in req["steps"]:
         try:

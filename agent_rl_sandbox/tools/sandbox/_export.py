@@ -101,7 +101,12 @@ class TreeView:
                 parent = self._dir(dirs, parts[:-1])
                 name = parts[-1]
                 if mode in REGULAR:
-                    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, REGULAR[mode], dir_fd=parent)
+                    fd = os.open(
+                        name,
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        REGULAR[mode],
+                        dir_fd=parent,
+                    )
                     try:
                         data = memoryview(self._blobs[oid])
                         while data:

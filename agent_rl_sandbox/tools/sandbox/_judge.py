@@ -115,7 +115,11 @@ class Verdict:
         head = f"hidden checks: {ok} of {len(self.results)} passed (trusted runner, {self.children} child sandbox(es), {self.duration_s:.2f} s)"
         if withhold:
             return head + "\n[held-out task: the names and details of hidden checks are withheld]"
-        lines = [head] + [f"{'PASS' if r.passed else 'FAIL'} [{r.kind}] {r.name}" + (f": {r.detail}" if r.detail and not r.passed else "") for r in self.results]
+        lines = [head] + [
+            f"{'PASS' if r.passed else 'FAIL'} [{r.kind}] {r.name}"
+            + (f": {r.detail}" if r.detail and not r.passed else "")
+            for r in self.results
+        ]
         if self.stderr_tail.strip():
             lines += ["--- output of the code under test (child sandbox stderr, tail) ---", self.stderr_tail]
         return "\n".join(lines)
@@ -211,7 +215,7 @@ def encode(v: Any) -> dict:
         return {"t": "bytes", "v": v.hex()}
     if isinstance(v, dict):
         return {"t": "dict", "v": [[encode(k), encode(x)] for k, x in v.items()]}
-    tag = {tuple: "tuple", list: "list", frozenset: "frozenset", set: "set"}[type(v)]
+    tag = {tuple: "tuple", list: "list", frozenset: "frozenset", set: "set"}[type(v)]  # type: ignore[index]
     return {"t": tag, "v": [encode(x) for x in v]}
 
 
@@ -251,10 +255,14 @@ def judge_step(expect: Expect, got: dict | None) -> str | None:
     if expect.kind == "raises":
         return f"returned {_short(value)}, expected {expect.value} to be raised"
     if expect.kind == "value":
-        return None if _same(value, expect.value, expect.strict) else f"got {_short(value)}, expected {_short(expect.value)}"
+        return (
+            None
+            if _same(value, expect.value, expect.strict)
+            else f"got {_short(value)}, expected {_short(expect.value)}"
+        )
     if expect.kind == "contains":
         if isinstance(value, (str, bytes)) and type(value) is type(expect.value):
-            found = expect.value in value
+            found = expect.value in value  # type: ignore[operator]  # same type, checked above
         elif isinstance(value, (list, tuple, set, frozenset, dict)):
             found = any(_same(x, expect.value, expect.strict) for x in value)
         else:
@@ -262,7 +270,11 @@ def judge_step(expect: Expect, got: dict | None) -> str | None:
         return None if found else f"{_short(value)} does not contain {_short(expect.value)}"
     if expect.kind == "truthy":
         truth = got.get("truthy") if isinstance(value, Opaque) else bool(value)
-        return None if truth is expect.value else f"got {_short(value)}, expected a {'true' if expect.value else 'false'} value"
+        return (
+            None
+            if truth is expect.value
+            else f"got {_short(value)}, expected a {'true' if expect.value else 'false'} value"
+        )
     raise ValueError(f"unknown expectation kind {expect.kind!r}")
 
 
@@ -290,7 +302,13 @@ def judge_case(case: CallCase, answer: list | None) -> str | None:
 
 def _request(i: int, steps: tuple[Step, ...]) -> bytes:
     wire = [
-        {"op": s.op, "target": s.target, "args": [encode(a) for a in s.args], "kwargs": {k: encode(v) for k, v in s.kwargs.items()}, "bind": s.bind}
+        {
+            "op": s.op,
+            "target": s.target,
+            "args": [encode(a) for a in s.args],
+            "kwargs": {k: encode(v) for k, v in s.kwargs.items()},
+            "bind": s.bind,
+        }
         for s in steps
     ]
     return (json.dumps({"i": i, "steps": wire}) + "\n").encode()
@@ -347,7 +365,9 @@ def _one_child(child: Child, cases: dict[int, CallCase], case_timeout: float, de
         while open_reads and len(answers) < len(cases):
             now = time.monotonic()
             if now >= case_deadline:
-                ended = "timed out (the child hung or was too slow)" if now < deadline else "the verifier ran out of time"
+                ended = (
+                    "timed out (the child hung or was too slow)" if now < deadline else "the verifier ran out of time"
+                )
                 break
             for key, _ in sel.select(timeout=min(case_deadline - now, 0.5)):
                 if key.data == "in":
@@ -359,7 +379,7 @@ def _one_child(child: Child, cases: dict[int, CallCase], case_timeout: float, de
                         sel.unregister(proc.stdin)
                         proc.stdin.close()
                     continue
-                chunk = os.read(key.fileobj.fileno(), 1 << 16)
+                chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     sel.unregister(key.fileobj)
                     open_reads -= 1
@@ -419,7 +439,9 @@ def _parse_answer(line: bytes, cases: dict[int, CallCase], seen: dict[int, list]
     return i, steps
 
 
-def run_cases(cases: tuple[CallCase, ...], child: Child, *, case_timeout: float, deadline: float) -> tuple[list[CheckResult], int, str]:
+def run_cases(
+    cases: tuple[CallCase, ...], child: Child, *, case_timeout: float, deadline: float
+) -> tuple[list[CheckResult], int, str]:
     """Run every call case in child sandboxes and judge each answer here. Returns the results (in
     case order), how many children ran, and the tail of their stderr."""
     pending = dict(enumerate(cases))
@@ -437,7 +459,9 @@ def run_cases(cases: tuple[CallCase, ...], child: Child, *, case_timeout: float,
             first = min(pending)
             results[first] = CheckResult("case", pending.pop(first).name, False, run.ended)
     for i, case in pending.items():
-        results[i] = CheckResult("case", case.name, False, "not run: earlier children crashed or hung, or the verifier ran out of time")
+        results[i] = CheckResult(
+            "case", case.name, False, "not run: earlier children crashed or hung, or the verifier ran out of time"
+        )
     return [results[i] for i in sorted(results)], children, stderr.decode("utf-8", "replace")
 
 
@@ -445,8 +469,15 @@ def run_command_case(case: CommandCase, child: Child, deadline: float) -> CheckR
     """Run ``case.argv`` in a child sandbox on the export and judge its exit code and stdout here."""
     wall = min(case.timeout_seconds, max(deadline - time.monotonic(), 0.1))
     res = run_command(
-        shlex.join(case.argv), cwd=child.cwd, limits=child.limits, isolation=child.isolation, credentials=child.credentials,
-        mounts=child.mounts, wall_seconds=wall, uid=child.uid, live=child.live,
+        shlex.join(case.argv),
+        cwd=child.cwd,
+        limits=child.limits,
+        isolation=child.isolation,
+        credentials=child.credentials,
+        mounts=child.mounts,
+        wall_seconds=wall,
+        uid=child.uid,
+        live=child.live,
     )
     if res.limit_hit:
         return CheckResult("command", case.name, False, f"hit its {res.limit_hit} limit")
@@ -474,7 +505,11 @@ def check_claims(actions: dict) -> CheckResult:
     problems = []
     for edit in actions["edits"]:
         earlier = [p for c in actions["claims"] if c["step_id"] < edit["step_id"] for p in c["paths"]]
-        problems += [f"step {edit['step_id']}: {p} edited before it was claimed" for p in edit["paths"] if not _covered(p, earlier)]
+        problems += [
+            f"step {edit['step_id']}: {p} edited before it was claimed"
+            for p in edit["paths"]
+            if not _covered(p, earlier)
+        ]
     every = [p for c in actions["claims"] for p in c["paths"]]
     problems += [f"{p} changed but never claimed" for p in actions["changed_paths"] if not _covered(p, every)]
     return CheckResult("claims", "claims cover edits", not problems, "; ".join(problems[:5]))
@@ -510,7 +545,9 @@ def check_deps(deps: DepsCheck, tree: TreeView) -> CheckResult:
     name = f"pins and lock at {deps.expect}"
     req, lock = tree.read(deps.requirements), tree.read(deps.lock)
     if req is None or lock is None:
-        return CheckResult("deps", name, False, f"{deps.requirements if req is None else deps.lock} is missing or not a regular file")
+        return CheckResult(
+            "deps", name, False, f"{deps.requirements if req is None else deps.lock} is missing or not a regular file"
+        )
     try:
         pins = _pins(req.decode("utf-8"))
         locked = _lock(lock.decode("utf-8"), deps.lock_format)
@@ -520,7 +557,7 @@ def check_deps(deps: DepsCheck, tree: TreeView) -> CheckResult:
     if pins != deps.expect:
         problems.append(f"{deps.requirements} pins {pins}")
     if {n: v for n, (v, _) in locked.items()} != deps.expect:
-        problems.append(f"{deps.lock} locks {({n: v for n, (v, _) in locked.items()})}")
+        problems.append(f"{deps.lock} locks { ({n: v for n, (v, _) in locked.items()}) }")
     for pkg, (version, digest) in locked.items():
         init = tree.read(f"vendor/{pkg}-{version}/{pkg}/__init__.py")
         if init is None:
@@ -532,7 +569,11 @@ def check_deps(deps: DepsCheck, tree: TreeView) -> CheckResult:
 
 def check_file(f: FileCheck, tree: TreeView) -> CheckResult:
     """A file effect on the recorded final tree."""
-    name = f"{f.path}" + ("" if f.exists is None else (" exists" if f.exists else " absent")) + (f" contains {f.contains!r}" if f.contains else "")
+    name = (
+        f"{f.path}"
+        + ("" if f.exists is None else (" exists" if f.exists else " absent"))
+        + (f" contains {f.contains!r}" if f.contains else "")
+    )
     if f.exists is not None and tree.exists(f.path) != f.exists:
         return CheckResult("file", name, False, f"{f.path} {'is missing' if f.exists else 'exists'}")
     if f.contains is not None:
@@ -550,7 +591,9 @@ def judge(checks: Checks, *, tree: TreeView, actions: dict, child: Child, wall_s
     results: list[CheckResult] = []
     children, stderr = 0, ""
     if checks.cases:
-        results, children, stderr = run_cases(checks.cases, child, case_timeout=checks.case_timeout_seconds, deadline=deadline)
+        results, children, stderr = run_cases(
+            checks.cases, child, case_timeout=checks.case_timeout_seconds, deadline=deadline
+        )
     for c in checks.commands:
         results.append(run_command_case(c, child, deadline))
         children += 1
@@ -560,4 +603,3 @@ def judge(checks: Checks, *, tree: TreeView, actions: dict, child: Child, wall_s
     if checks.deps is not None:
         results.append(check_deps(checks.deps, tree))
     return Verdict(results, time.monotonic() - t0, children, stderr)
-

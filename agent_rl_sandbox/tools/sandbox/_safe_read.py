@@ -81,7 +81,9 @@ def open_beneath(root: Path, rel: str, *, allow_hardlinks: bool = False) -> Iter
             except OSError as e:
                 at = "/".join(parts[: i + 1])
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise UnsafeRead(f"{rel}: {at} is a symlink or not a folder; refused (links are never followed)") from None
+                    raise UnsafeRead(
+                        f"{rel}: {at} is a symlink or not a folder; refused (links are never followed)"
+                    ) from None
                 raise UnsafeRead(f"{rel}: cannot open {at}: {e.strerror}") from None
         try:
             fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=fds[-1])
@@ -96,7 +98,9 @@ def open_beneath(root: Path, rel: str, *, allow_hardlinks: bool = False) -> Iter
         if not stat.S_ISREG(st.st_mode):
             raise UnsafeRead(f"{rel}: is {_kind(st.st_mode)}, not a regular file; refused")
         if st.st_nlink > 1 and not allow_hardlinks:
-            raise UnsafeRead(f"{rel}: has {st.st_nlink} hard links (it may be a file from outside the sandbox); refused")
+            raise UnsafeRead(
+                f"{rel}: has {st.st_nlink} hard links (it may be a file from outside the sandbox); refused"
+            )
         yield fd
     finally:
         for f in fds:

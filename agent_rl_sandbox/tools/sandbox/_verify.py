@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
-def verify(svc: SandboxService, task: Task, sandbox_id: str, session_id: str, final_tree: str, actions: dict) -> tuple[int | None, str]:
+def verify(
+    svc: SandboxService, task: Task, sandbox_id: str, session_id: str, final_tree: str, actions: dict
+) -> tuple[int | None, str]:
     """Run ``task``'s verifier on ``final_tree``; returns ``(exit code or None, output text)``.
     ``actions``: the server's records of the episode (claims, edits, commands, changed paths)."""
     dirs = svc._dirs(sandbox_id)
@@ -66,7 +68,9 @@ def verify(svc: SandboxService, task: Task, sandbox_id: str, session_id: str, fi
     return verdict.exit_code, verdict.output(withhold=task.config.split == "heldout")[-svc.settings.max_output_bytes :]
 
 
-def _legacy(svc: SandboxService, task: Task, dirs: dict[str, Path], tree: TreeView, actions: dict, uid: int | None, wall: float) -> tuple[int | None, str]:
+def _legacy(
+    svc: SandboxService, task: Task, dirs: dict[str, Path], tree: TreeView, actions: dict, uid: int | None, wall: float
+) -> tuple[int | None, str]:
     """The shell verifier ``tests/test.sh`` in a sandbox on a fresh export (untrusted: see the module docstring)."""
     shutil.rmtree(dirs["verifier"], ignore_errors=True)
     shutil.copytree(task.tests_dir, dirs["verifier"], symlinks=True, ignore=_CACHES)
@@ -116,7 +120,10 @@ def _legacy(svc: SandboxService, task: Task, dirs: dict[str, Path], tree: TreeVi
         out += f"\n[verifier hit its {res.limit_hit} limit]"
     code, overruled = cross_check(code, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
     if tampering and code == 0:
-        code, overruled = 1, "verifier result not trusted, the change reaches into the test harness: " + "; ".join(tampering[:5])
+        code, overruled = (
+            1,
+            "verifier result not trusted, the change reaches into the test harness: " + "; ".join(tampering[:5]),
+        )
     if overruled:
         out += f"\n[{overruled}]"
     out += "\n[shell verifier (tests/test.sh): its exit code is not a trusted verdict; give the task tests/checks.toml]"

@@ -44,7 +44,18 @@ def test_a_regular_file_is_read(root):
         (lambda r: None, "../etc/passwd", "without `..`"),
         (lambda r: None, "/etc/passwd", "relative path"),
     ],
-    ids=["link-to-shadow", "link-to-dev-zero", "linked-folder-outside", "linked-folder-inside", "fifo", "folder", "hard-link", "missing", "dotdot", "absolute"],
+    ids=[
+        "link-to-shadow",
+        "link-to-dev-zero",
+        "linked-folder-outside",
+        "linked-folder-inside",
+        "fifo",
+        "folder",
+        "hard-link",
+        "missing",
+        "dotdot",
+        "absolute",
+    ],
 )
 def test_unsafe_targets_are_refused_with_a_reason(root, make, rel, says):
     make(root)

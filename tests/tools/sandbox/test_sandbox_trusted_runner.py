@@ -15,7 +15,7 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox._checks import ChecksError, Expect, parse_checks
 from agent_rl_sandbox.tools.sandbox._judge import Malformed, Opaque, decode, judge_step
 
-CALC = '''
+CALC = """
 import os, time
 
 def add(a, b):
@@ -55,9 +55,9 @@ class Counter:
     def bump(self):
         self.n += 1
         return self.n
-'''
+"""
 
-CHECKS = '''
+CHECKS = """
 case_timeout_seconds = 1
 
 [[case]]
@@ -167,7 +167,7 @@ contains = "def add"
 [[file]]
 path = "deployed.txt"
 exists = false
-'''
+"""
 
 EXPECTED = {
     "add": True,
@@ -218,7 +218,9 @@ def test_every_check_kind_through_the_service(tmp_path):
 
 def test_heldout_output_withholds_case_names(tmp_path):
     root = write_task(tmp_path / "tasks" / "calc", "user/calc", files={"calc.py": CALC}, toml_extra='split = "heldout"')
-    (root / "tests" / "checks.toml").write_text('[[case]]\nname = "secret case"\ncall = "calc:add"\nargs = [40, 2]\nexpect = 42\n')
+    (root / "tests" / "checks.toml").write_text(
+        '[[case]]\nname = "secret case"\ncall = "calc:add"\nargs = [40, 2]\nexpect = 42\n'
+    )
     s = Services.build(Settings(home=tmp_path / "home", task_dirs=(tmp_path / "tasks",)))
     try:
         r = s.sandbox.reset(io.SandboxResetInput(task_id="user/calc", agent_name="t"))
@@ -227,7 +229,11 @@ def test_heldout_output_withholds_case_names(tmp_path):
         s.sandbox.close()
         s.close()
     assert out.verifier_exit_code == 0
-    assert "1 of 1 passed" in out.verifier_output and "secret" not in out.verifier_output and "40" not in out.verifier_output
+    assert (
+        "1 of 1 passed" in out.verifier_output
+        and "secret" not in out.verifier_output
+        and "40" not in out.verifier_output
+    )
 
 
 @pytest.mark.parametrize(
@@ -253,7 +259,9 @@ def test_malformed_checks_name_the_field(raw, says):
 
 
 def test_each_rows_inherit_the_call_and_may_override_the_expectation():
-    c = parse_checks({"case": [{"call": "m:f", "raises": "ValueError", "each": [{"args": [1]}, {"args": [2], "expect": 5}]}]})
+    c = parse_checks(
+        {"case": [{"call": "m:f", "raises": "ValueError", "each": [{"args": [1]}, {"args": [2], "expect": 5}]}]}
+    )
     assert [s.steps[0].expect.kind for s in c.cases] == ["raises", "value"]
     assert [c.name for c in c.cases] == ["f(1)", "f(2)"]
 
@@ -282,8 +290,14 @@ def test_comparison_is_on_plain_values_only():
     assert isinstance(decode({"t": "object", "type": "x.Y", "repr": "Y()"}), Opaque)
     assert judge_step(Expect("value", 30), {"value": {"t": "float", "v": "30.0"}}) is None
     assert judge_step(Expect("value", 30, strict=True), {"value": {"t": "float", "v": "30.0"}}) is not None
-    assert judge_step(Expect("value", 1), {"value": {"t": "object", "type": "t.Eq", "repr": "<eq>"}, "truthy": True}) is not None
-    assert judge_step(Expect("truthy", True), {"value": {"t": "object", "type": "t.Obj", "repr": ""}, "truthy": True}) is None
+    assert (
+        judge_step(Expect("value", 1), {"value": {"t": "object", "type": "t.Eq", "repr": "<eq>"}, "truthy": True})
+        is not None
+    )
+    assert (
+        judge_step(Expect("truthy", True), {"value": {"t": "object", "type": "t.Obj", "repr": ""}, "truthy": True})
+        is None
+    )
     assert judge_step(Expect("contains", "b"), {"value": {"t": "str", "v": "abc"}}) is None
     assert judge_step(Expect("raises", "ValueError"), {"raised": "E", "mro": ["E", "ValueError"]}) is None
     assert "raised" in judge_step(Expect("ok"), {"raised": "E", "mro": ["E"], "message": "m"})
