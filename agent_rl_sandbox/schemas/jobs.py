@@ -1,0 +1,142 @@
+"""Wire models of training jobs: the spec an agent requests, the states a job moves through, and the
+decisions a human takes.
+
+A job spec is what ``training_request`` stores and what a human approves: the approval is bound to
+the hash of the spec's canonical form (:func:`agent_rl_sandbox.tools.jobs.spec_hash`), so a spec
+that changes after approval never runs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Trainer = Literal["sft", "dpo", "kto", "grpo", "agentic_grpo"]
+AdapterKind = Literal["lora", "qlora", "full"]
+
+JobState = Literal[
+    "awaiting_approval",
+    "approved",
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "rejected",
+    "expired",
+    "evaluating",
+    "gate_passed",
+    "gate_failed",
+]
+"""Where a job is:
+
+- ``awaiting_approval``: stored and validated; waits for a human (expires after the operator's TTL).
+- ``approved``: a human approved this exact spec hash.
+- ``queued``: a worker may claim it.
+- ``running``: a worker holds its lease and runs its stages.
+- ``succeeded``: training finished; ``evaluating`` follows.
+- ``failed``: a stage failed, the spec changed (``spec_changed``) or the worker was lost (``worker_lost``).
+- ``cancelled``: the requester or a human cancelled it.
+- ``rejected``: a human said no (or ``modify``: no, with a suggested spec).
+- ``expired``: nobody approved it in time.
+- ``evaluating``: the post-training eval and the gate run.
+- ``gate_passed`` / ``gate_failed``: the gate's verdict; a gate-passing adapter becomes a candidate.
+"""
+
+FINAL_STATES: frozenset[str] = frozenset({"failed", "cancelled", "rejected", "expired", "gate_passed", "gate_failed"})
+
+Decision = Literal["approve", "reject", "modify"]
+"""What a human decides on a job awaiting approval (after Inspect AI's approval decisions):
+
+- ``approve``: run this exact spec (bound to its hash).
+- ``reject``: do not run it.
+- ``modify``: do not run it; the note carries a suggested spec for a new request.
+"""
+
+
+class DatasetFile(BaseModel):
+    """A dataset file under the operator's allowed data folders; the worker re-validates it and
+    checks its content hash before training."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["file"] = "file"
+    path: str = Field(min_length=1, max_length=4096)
+    """Absolute, or relative to the server's working folder; normalised before hashing."""
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    """Content hash, filled in at request time (a given value must match the file)."""
+
+
+class StoreSelection(BaseModel):
+    """Training data the worker materialises from the store with ``trajectory_export``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["store"] = "store"
+    export: Literal["sft", "dpo", "kto", "grpo", "minimind_sft", "minimind_dpo", "minimind_agentic"]
+    behaviour: str | None = Field(None, max_length=200)
+    task_id: str | None = Field(None, max_length=200)
+    min_reward: float | None = Field(None, ge=0, le=1)
+    agent_name: str | None = Field(None, max_length=200)
+
+
+DatasetRef = Annotated[DatasetFile | StoreSelection, Field(discriminator="kind")]
+
+
+class AdapterConfig(BaseModel):
+    """The adapter to train. Defaults follow TRL's "LoRA Without Regret" guide (all linear layers)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: AdapterKind = "lora"
+    rank: int = Field(16, ge=1, le=1024)
+    alpha: int = Field(32, ge=1, le=4096)
+    target_modules: str | list[str] = "all-linear"
+    learning_rate: float = Field(1e-5, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _full_has_no_rank(self) -> AdapterConfig:
+        if self.kind == "full" and "rank" in self.model_fields_set:
+            raise ValueError("adapter.rank applies to lora and qlora only; drop it for kind='full'")
+        return self
+
+
+class GateRef(BaseModel):
+    """The eval gate and held-out suite that decide promotion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("deploy", min_length=1, max_length=100)
+    """A gate ``eval_gate`` knows (built-in ``default``/``deploy`` or the operator's gates.toml)."""
+    behaviour: str = Field(min_length=1, max_length=200)
+    """Its held-out variants are the suite."""
+
+
+class Caps(BaseModel):
+    """Budget caps; each must be within the operator's limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(200, ge=1)
+    timeout_s: int = Field(3600, ge=1)
+    """Wall time of the whole job."""
+    max_gpu_hours: float = Field(1.0, ge=0)
+
+
+class JobSpec(BaseModel):
+    """What an agent asks to train. Validated before it is stored (``training_request``)."""
+
+    model_config = ConfigDict(extra="forbid", title="JobSpec")
+
+    route: Literal["sft", "dpo", "kto", "grpo", "agentic_grpo", "distillation"]
+    """The intervention (from ``route_recommend``)."""
+    trainer: Trainer
+    base_model: str = Field(min_length=1, max_length=500)
+    """A local model folder, or a name the operator's model registry knows."""
+    dataset: DatasetRef
+    adapter: AdapterConfig = Field(default_factory=AdapterConfig)
+    gate: GateRef
+    caps: Caps = Field(default_factory=Caps)
+    reason: str = Field(min_length=1, max_length=2000)
+    """Why the requester wants this (shown to the approving human)."""
