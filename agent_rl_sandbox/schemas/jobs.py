@@ -138,5 +138,8 @@ class JobSpec(BaseModel):
     adapter: AdapterConfig = Field(default_factory=AdapterConfig)
     gate: GateRef
     caps: Caps = Field(default_factory=Caps)
+    hyperparameters: dict[str, int | float | str | bool] = Field(default_factory=dict)
+    """Trainer arguments beyond the adapter's (batch size, epochs, beta, num_generations, ...);
+    the trainer refuses names it does not know."""
     reason: str = Field(min_length=1, max_length=2000)
     """Why the requester wants this (shown to the approving human)."""

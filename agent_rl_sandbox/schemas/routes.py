@@ -149,5 +149,7 @@ class RouteRecommendation(BaseModel):
     signals: dict[str, ResolvedSignal] = Field(default_factory=dict)
     memory: list[MemoryRow] = Field(default_factory=list)
     job_spec: dict[str, Any] | None = None
-    """A training-job spec draft built from this recommendation (trainer, adapter, hyperparameters,
-    dataset selection, gate), for ``training_request`` once that tool exists."""
+    """A valid :class:`~agent_rl_sandbox.schemas.jobs.JobSpec` (as JSON) built from this
+    recommendation, ready for ``training_request``: trainer, adapter, hyperparameters, the
+    behaviour's train split from the store, its held-out variants behind the ``deploy`` gate. Only
+    when a trained route fits, a ``base_model`` was given and the behaviour is known."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agent_rl_sandbox.schemas.jobs import AdapterConfig, GateRef, JobSpec, StoreSelection
 from agent_rl_sandbox.schemas.routes import (
     AdapterKind,
     Alternative,
@@ -296,20 +297,18 @@ def recommend(
     if rl_blocked and chosen != rl:
         alternatives.append(Alternative(intervention=rl, rank=len(alternatives) + 1, why="blocked: " + "; ".join(rl_blocked)))
     job_spec = None
-    if trainer is not None and adapter is not None:
-        job_spec = {
-            "route": chosen,
-            "trainer": trainer,
-            "base_model": base_model,
-            "dataset": {
-                "export": EXPORT_FORMAT_FOR[trainer],
-                "filters": {"behaviour": derived.behaviour, "split": "train"} if derived.behaviour else {},
-            },
-            "adapter": {"kind": adapter, **{k: hp[k] for k in ("lora_r", "lora_alpha", "target_modules", "learning_rate")}},
-            "hyperparameters": hp,
-            "gate": {"name": "deploy", "suite": {"behaviour": derived.behaviour, "split": "heldout"}},
-            "reason": f"route_recommend: {why.reasons[0].text}" if why.reasons else "route_recommend",
-        }
+    if trainer is not None and adapter is not None and base_model and derived.behaviour:
+        adapter_keys = {"lora_r": "rank", "lora_alpha": "alpha", "target_modules": "target_modules", "learning_rate": "learning_rate"}
+        job_spec = JobSpec(
+            route=chosen,  # type: ignore[arg-type]
+            trainer=trainer,
+            base_model=base_model,
+            dataset=StoreSelection(export=EXPORT_FORMAT_FOR[trainer], behaviour=derived.behaviour),  # type: ignore[arg-type]
+            adapter=AdapterConfig(kind=adapter, **{new: hp[old] for old, new in adapter_keys.items()}),
+            gate=GateRef(name="deploy", behaviour=derived.behaviour),
+            hyperparameters={k: x for k, x in hp.items() if k not in adapter_keys},
+            reason=f"route_recommend: {why.reasons[0].text}" if why.reasons else "route_recommend",
+        ).model_dump(mode="json")
     return RouteRecommendation(
         intervention=chosen,
         train_now=train_now,

@@ -60,9 +60,7 @@ def test_verifiable_multi_turn_with_variance_means_agentic_grpo():
     assert {"rl-verifiable", "rl-multi-turn", "adapter-lora"} <= set(rules(rec))
     assert rec.hyperparameters["lora_r"] <= 32 and rec.hyperparameters["learning_rate"] == 1e-5
     assert rec.hyperparameters["target_modules"] == "all-linear"
-    spec = rec.job_spec
-    assert spec["trainer"] == "agentic_grpo" and spec["adapter"]["kind"] == "lora"
-    assert spec["base_model"] == "Qwen/Qwen2.5-1.5B-Instruct" and spec["dataset"]["export"] == "grpo"
+    assert rec.job_spec is None  # no behaviour given: nothing to select the data or the gate from
 
 
 def test_single_turn_verifiable_means_grpo():
@@ -252,11 +250,18 @@ def test_store_signals_from_real_runs(played):
 
 
 def test_store_scenario_agentic_grpo_from_real_runs(played):
-    rec = RouteService(played.store, played.sandbox.tasks).recommend(RouteRecommendInput(behaviour=BEHAVIOUR))
+    from agent_rl_sandbox.schemas.jobs import JobSpec
+
+    svc = RouteService(played.store, played.sandbox.tasks)
+    rec = svc.recommend(RouteRecommendInput(behaviour=BEHAVIOUR, base_model="/models/tiny"))
     assert rec.intervention == "agentic_grpo" and rec.train_now
     assert rec.signals["passing"].source == "store"
-    assert rec.job_spec["dataset"]["filters"] == {"behaviour": BEHAVIOUR, "split": "train"}
-    assert rec.job_spec["gate"]["suite"] == {"behaviour": BEHAVIOUR, "split": "heldout"}
+    spec = JobSpec.model_validate(rec.job_spec)  # ready for training_request, no editing
+    assert spec.trainer == "agentic_grpo" and spec.base_model == "/models/tiny"
+    assert spec.dataset.kind == "store" and spec.dataset.export == "grpo" and spec.dataset.behaviour == BEHAVIOUR
+    assert spec.gate.behaviour == BEHAVIOUR and spec.adapter.rank == rec.hyperparameters["lora_r"]
+    assert spec.hyperparameters["num_generations"] == 8
+    assert svc.recommend(RouteRecommendInput(behaviour=BEHAVIOUR)).job_spec is None  # no base model
 
 
 def test_store_scenario_not_enough_data_from_real_runs(played):
