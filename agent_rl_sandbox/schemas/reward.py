@@ -557,11 +557,15 @@ class PDTask(_PD):
     instruction: str | None = None
     expected_actions: list[PDExpectedAction] = Field(default_factory=list)
     expected_evidence: list[PDExpectedEvidence] = Field(default_factory=list)
-    expected_final_contains: Annotated[list[str] | None, BeforeValidator(_str_or_list)] = None
+    expected_final_contains: Annotated[
+        list[str] | None, BeforeValidator(_str_or_list, json_schema_input_type=str | list[str] | None)
+    ] = None
     """String or strings the final output must contain (see docs/rewards.md for how it counts)."""
     expected_final_kind: str | None = None
     pass_reward: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
-    failure_modes: list[Annotated[PDFailureMode, BeforeValidator(_failure_mode_item)]] = Field(default_factory=list)
+    failure_modes: list[
+        Annotated[PDFailureMode, BeforeValidator(_failure_mode_item, json_schema_input_type=str | PDFailureMode)]
+    ] = Field(default_factory=list)
     """Names (or ``{name, clearWhenContains}`` objects) of the ways this task is known to fail."""
 
 
@@ -625,7 +629,9 @@ class PortDaddySuite(_PD):
     reward_spec: PDRewardSpec = Field(default_factory=PDRewardSpec)
     tasks: list[PDTask] = Field(min_length=1)
     trajectories: list[PDTrajectory] = Field(default_factory=list)
-    unhooks: list[Annotated[PDUnhook, BeforeValidator(_unhook_item)]] = Field(default_factory=list)
+    unhooks: list[Annotated[PDUnhook, BeforeValidator(_unhook_item, json_schema_input_type=str | PDUnhook)]] = Field(
+        default_factory=list
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,22 +8,21 @@ observation ``source_call_id`` naming a tool call of the same step (those two pa
 reader's, :func:`agent_rl_sandbox.tools.formats.atif.integrity_issues`, shared with import and score). Beyond harbor: tool calls name a tool
 in ``agent.tool_definitions`` (when given) and their arguments satisfy its ``parameters``.
 
-Trajectory suites are checked for structure only, against the schema generated from the project's suite
-model (required fields and types, a non-empty task list), plus unique task ids and trajectories whose
-``taskId`` names a task.
+Trajectory suites are read by ``_suite.read_suite`` (the project's suite model plus the values Port
+Daddy's harness would misread), the same reader the evals harness scores with.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 from agent_rl_sandbox.tools.formats.atif import integrity_issues
 
 from ._params import check_arguments, json_type
 from ._rules import RowCtx, RowInfo, ToolSet, _check_decls_visible, _text_of, normalise
+from ._suite import read_suite
 
 ATIF_VERSIONS = frozenset({f"ATIF-v1.{i}" for i in range(8)})
 """Versions harbor's models list (v1.0 to v1.7); others get an ``unknown_version`` warning."""
@@ -241,65 +240,25 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
 
 
 def check_trajectory_suite(ctx: RowCtx, row: dict) -> RowInfo:
-    """Check a Port Daddy trajectory suite: its structure against the suite schema, then references.
+    """Check a Port Daddy trajectory suite with :func:`._suite.read_suite`, the reader ``score`` uses too.
 
-    Structure is checked with ``jsonschema`` against the ``trajectory_suite`` schema file, which is generated
-    from the project's suite model (``agent_rl_sandbox.schemas.reward.PortDaddySuite``), so this validator and
-    the evals harness accept the same suites. Beyond the schema: task ids are unique and every trajectory's
-    ``taskId`` names a task of the suite.
+    Structure is the project's suite model (``agent_rl_sandbox.schemas.reward.PortDaddySuite``, whose
+    JSON Schema is the ``trajectory_suite`` schema file); beyond it, values Port Daddy's harness would
+    misread are errors, and repeated task ids and trajectories naming no task are warnings (see
+    ``_suite``). The evals harness refuses to score a suite this check reports an error for.
     """
     info = RowInfo()
-    for error in _suite_validator().iter_errors(row):
-        path = "$" + "".join(f"[{p}]" if type(p) is int else f".{p}" for p in error.absolute_path)
-        ctx.err(path, _SCHEMA_CODES.get(error.validator, "bad_value"), _schema_message(error))
-    tasks = row.get("tasks")
-    ids: dict[str, int] = {}
-    if type(tasks) is list:
-        for i, task in enumerate(tasks):
-            if type(task) is not dict:
-                continue
-            tid = task.get("id")
-            if type(tid) is str:
-                if tid in ids:
-                    ctx.err(f"$.tasks[{i}].id", "duplicate_task_id", f"task id {tid!r:.40} repeats task {ids[tid]}")
-                else:
-                    ids[tid] = i
+    read = read_suite(row)
+    for path, code, message in read.errors:
+        ctx.err(path, code, message)
+    for path, code, message in read.warnings:
+        ctx.warn(path, code, message)
     trajs = row.get("trajectories")
     if type(trajs) is list:
-        for i, traj in enumerate(trajs):
-            if type(traj) is not dict:
-                continue
-            tid = traj.get("taskId")
-            if type(tid) is str and type(tasks) is list and tid not in ids:
-                ctx.err(f"$.trajectories[{i}].taskId", "unknown_task_id",
-                        f"taskId {tid!r:.40} names no task of the suite")
-            actions = traj.get("actions")
+        for traj in trajs:
+            actions = traj.get("actions") if type(traj) is dict else None
             if type(actions) is list:
                 for action in actions:
                     if type(action) is dict and type(action.get("tool")) is str:
                         ctx.v.count_tool(action["tool"])
     return info
-
-
-_SCHEMA_CODES = {
-    "required": "missing_key",
-    "type": "wrong_type",
-    "minItems": "empty_list",
-    "additionalProperties": "unknown_key",
-}
-
-
-def _schema_message(error: Any) -> str:
-    if error.validator == "minItems" and error.instance == []:
-        return "the list is empty"
-    return str(error.message)[:200]
-
-
-@cache
-def _suite_validator() -> Any:
-    """The suite's JSON Schema validator (``jsonschema`` imported on first use; suites are small)."""
-    from jsonschema import Draft202012Validator
-
-    from ._schemas import load_schema
-
-    return Draft202012Validator(load_schema("trajectory_suite"))

@@ -30,6 +30,7 @@ from agent_rl_sandbox.tools.evals._inputs import (
     read_bytes,
     validate,
 )
+from agent_rl_sandbox.tools.evals._port_daddy import load_suite as load_pd_suite
 from agent_rl_sandbox.tools.evals._port_daddy import score_suite
 from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
 from agent_rl_sandbox.tools.evals._scoring import score_trajectory
@@ -46,15 +47,16 @@ def is_suite(doc: Any) -> bool:
 
 
 def load_suite(doc: Any, label: str) -> PortDaddySuite:
-    """Validate a parsed suite; raises :class:`EvalInputError` naming the file and JSON paths."""
-    return validate(PortDaddySuite, doc, label, "fix the suite (see schemas/port_daddy_suite.schema.json)")
+    """Validate a parsed suite as ``validate`` does (:func:`._port_daddy.load_suite`); raises
+    :class:`EvalInputError` naming the file, JSON paths and finding codes."""
+    return load_pd_suite(doc, label)
 
 
 def score_suite_file(path: Path) -> EvalReport:
     """Score a Port Daddy suite JSON file."""
     path = Path(path)
     doc = parse_json(read_bytes(path), path.name)
-    return score_suite(load_suite(doc, path.name), path.name)
+    return score_suite(load_suite(doc, path.name), path.name, doc)
 
 
 def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None, task_id: str | None) -> RewardSpec:
@@ -288,7 +290,7 @@ def score_path(
     if is_lines:  # several documents: ATIF JSON Lines
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     if is_suite(doc):
-        return score_suite(load_suite(doc, p.name), p.name)
+        return score_suite(load_suite(doc, p.name), p.name, doc)
     if is_atif(doc):
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     raise EvalInputError(

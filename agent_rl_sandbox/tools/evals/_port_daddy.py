@@ -5,30 +5,44 @@ Semantics (Port Daddy's ``evaluateTrajectorySuite``):
 - ``rewardSpec`` defaults: ``actionOrderRequired`` true, ``defaultPassReward`` 1,
   ``requireValidatedUnhooksForDeployment`` true.
 - An expected action matches an action whose ``tool`` is equal and whose args' JSON text
-  (``JSON.stringify``: no spaces, keys in given order) contains every ``argsContains`` string. With
+  (:func:`js_json`, JavaScript's ``JSON.stringify``) contains every ``argsContains`` string. With
   order required, each expected action is searched after the previous match (an unmatched one does
   not move the cursor); without, each is searched from the start.
-- An expected evidence item matches an artifact whose ``kind`` equals (when given), whose
-  ``exitCode`` equals (when given), whose ``status`` equals (when given), and whose text fields
-  (``kind, name, path, status, command, content, output, stdout, stderr``, joined by newlines;
-  ``command`` and ``output`` are this project's additions) contain every ``contains`` string.
+- An expected evidence item matches an artifact whose ``kind`` equals (when non-empty), whose
+  ``exitCode`` is the same number (``Number()`` of both; a missing one is NaN, equal to nothing)
+  when given, whose ``status`` equals (when non-empty), and whose text fields (``kind, name, path,
+  status, command, content, output, stdout, stderr``, joined by newlines; ``command`` and
+  ``output`` are this project's additions) contain every ``contains`` string.
 - ``expectedFinalContains``/``expectedFinalKind``: when a task has **no** ``expectedEvidence``
-  they become one evidence check against the **artifacts** (Port Daddy's rule); when it has
-  evidence they add no check. Either way they are also compared with ``finalState`` and reported
-  as ``finalCheck``, never rewarded: ``finalState`` is what the agent says.
+  and ``expectedFinalContains`` is truthy (``""`` is not; ``[""]`` is) they become one evidence
+  check against the **artifacts** (Port Daddy's rule); when it has evidence they add no check.
+  Either way they are also compared with ``finalState`` and reported as ``finalCheck``, never
+  rewarded: ``finalState`` is what the agent says.
 - reward = matched checks / expected checks, rounded half-up to 3 decimals (1 when nothing is
   expected); pass = reward >= the task's ``passReward``, else ``defaultPassReward``.
-- ``selfReportOnly``: no evidence check matched, yet ``finalState`` contains an expected evidence
-  string or satisfies the final check: the only support is the agent's own report.
+- ``selfReportOnly``: no evidence check matched, yet ``finalState``'s text (``String()`` of it; an
+  object's text fields, this project's reading) contains an expected evidence string or satisfies
+  the final check: the only support is the agent's own report.
+- Failure modes stay listed unless the artifacts' ``JSON.stringify`` text contains their
+  ``clearWhenContains`` (a bare name, or an empty ``clearWhenContains``, looks for ``__never__``).
 - Rows are one per task, scoring the **last** trajectory given for it (as Port Daddy does; a task
   without one scores an empty attempt). The native report scores every trajectory.
 - The gate passes when no task fails; unhooks are ready when (if required) at least one unhook has
   a name, a command or procedure, and ``validated: true``; deployable needs both.
+
+JavaScript semantics: strings are compared and searched as UTF-16 code units (:func:`js_includes`),
+numbers print as ``Number.prototype.toString`` does (``1.0`` is ``1``, ``1e21`` is ``1e+21``, ``-0`` is
+``0``; integers beyond 2**53 round to the nearest double), objects serialise with array-index keys
+first in numeric order, and sums run left to right. A suite is loaded by :func:`load_suite`, which
+refuses exactly what ``validate`` reports (``tools.datasets``, ``_suite``): values Port Daddy would
+misread, such as ``"false"`` for a flag or a null ``exitCode``, never reach scoring.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -54,6 +68,7 @@ from agent_rl_sandbox.schemas.reward import (
 )
 from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, Step, ToolCall
 from agent_rl_sandbox.tools.evals._actions import actions_of, success_claims
+from agent_rl_sandbox.tools.evals._inputs import EvalInputError, validate
 from agent_rl_sandbox.tools.evals._loops import find_loops
 from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
 
@@ -74,23 +89,136 @@ def round3(x: float) -> float:
     return float(Decimal(x).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
 
 
+SUITE_HINT = "fix the suite (`agent-rl-sandbox validate FILE` lists every problem; see docs/rewards.md)"
+_INDEX_KEY = re.compile(r"0|[1-9][0-9]{0,9}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def load_suite(doc: Any, label: str) -> PortDaddySuite:
+    """Validate a parsed suite exactly as ``validate`` does, then load it.
+
+    The dataset validator (``tools.datasets``, kind ``trajectory_suite``) is the one judge of a valid
+    suite, so ``score`` and ``validate`` never disagree. Raises :class:`EvalInputError` whose message
+    lists the validator's first findings as ``label: $.path: message [code]``.
+    """
+    from agent_rl_sandbox.tools.datasets import validate_rows
+
+    report = validate_rows([doc], kind="trajectory_suite")
+    if report.error_count:
+        lines = [f"{label}: {f.json_path}: {f.message} [{f.code}]" for f in report.errors[:5]]
+        more = report.error_count - len(lines)
+        raise EvalInputError("; ".join(lines) + (f" (+{more} more)" if more > 0 else ""), SUITE_HINT)
+    return validate(PortDaddySuite, doc, label, SUITE_HINT)
+
+
+def js_number(value: int | float) -> float:
+    """JavaScript's ``Number()`` of a JSON number: the nearest double (``inf`` past the double range)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def js_number_text(x: float) -> str:
+    """``Number.prototype.toString()``: shortest round-trip digits, exponent past 1e21 and below 1e-6."""
+    if x != x:
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "0"  # -0 too
+    sign = "-" if x < 0 else ""
+    mantissa, _, exp = repr(abs(x)).partition("e")  # repr: the shortest digits that round-trip, as in JS
+    whole, _, frac = mantissa.partition(".")
+    raw = whole + frac
+    digits = raw.lstrip("0")
+    n = len(whole) + int(exp or 0) - (len(raw) - len(digits))  # x = 0.DIGITS * 10**n
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    e = n - 1
+    return sign + digits[0] + ("." + digits[1:] if k > 1 else "") + ("e+" if e >= 0 else "e-") + str(abs(e))
+
+
+def js_string(value: Any) -> str:
+    """JavaScript's ``String()`` of a JSON value: ``true``, ``1`` for 1.0, ``a,b`` for a list,
+    ``[object Object]`` for an object, ``null`` for null."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return js_number_text(js_number(value))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)  # Array.prototype.join
+    return "[object Object]"
+
+
+def _js_quote(text: str) -> str:
+    # json.dumps escapes what JSON.stringify escapes, with the same lowercase \u00xx, except lone
+    # surrogates, which JSON.stringify writes as \udxxx (Python keeps pairs as one character).
+    out = json.dumps(text, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out) if _SURROGATE.search(out) else out
+
+
+def _js_keys(obj: dict) -> list:
+    """Own keys in JavaScript order: array indices (0 .. 2**32-2) ascending, then the rest as given."""
+    index = [k for k in obj if _INDEX_KEY.fullmatch(k) and int(k) < 2**32 - 1]
+    if not index:
+        return list(obj)
+    return sorted(index, key=int) + [k for k in obj if k not in set(index)]
+
+
 def js_json(value: Any) -> str:
-    """``JSON.stringify`` text: no spaces, keys in the given order, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    """``JSON.stringify(value)`` of a JSON value: no spaces, JavaScript key order and number text,
+    non-finite numbers as ``null``, non-ASCII kept, lone surrogates escaped."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        x = js_number(value)
+        return js_number_text(x) if math.isfinite(x) else "null"
+    if isinstance(value, str):
+        return _js_quote(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(js_json(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(_js_quote(k) + ":" + js_json(value[k]) for k in _js_keys(value)) + "}"
+    return _js_quote(str(value))
 
 
-def _args_contain(action: PDAction, needles: list[str]) -> bool:
-    hay = js_json(action.args)
-    return all(n in hay for n in needles)
+def js_includes(haystack: str, needle: str) -> bool:
+    """``haystack.includes(needle)`` on UTF-16 code units: a lone-surrogate needle can match half of
+    a pair (Python's ``in`` compares code points)."""
+    if not _SURROGATE.search(needle):
+        return needle in haystack  # a well-formed needle matches code units where it matches code points
+    hay, sub = haystack.encode("utf-16-le", "surrogatepass"), needle.encode("utf-16-le", "surrogatepass")
+    i = hay.find(sub)
+    while i != -1 and i % 2:
+        i = hay.find(sub, i + 1)
+    return i != -1
 
 
 def match_actions(actions: list[PDAction], expected, order_required: bool) -> list[PDActionResult]:
     cursor = -1
     out = []
+    hays = [js_json(a.args) for a in actions]
     for exp in expected:
         start = cursor + 1 if order_required else 0
         idx = next(
-            (i for i in range(start, len(actions)) if actions[i].tool == exp.tool and _args_contain(actions[i], exp.args_contains)),
+            (
+                i
+                for i in range(start, len(actions))
+                if actions[i].tool == exp.tool and all(js_includes(hays[i], n) for n in exp.args_contains)
+            ),
             -1,
         )
         if order_required and idx >= 0:
@@ -101,55 +229,67 @@ def match_actions(actions: list[PDAction], expected, order_required: bool) -> li
 
 def _artifact_text(a: PDArtifact) -> str:
     vals = [getattr(a, f) for f in ARTIFACT_TEXT_FIELDS]
-    return "\n".join(str(v) for v in vals if v is not None)
+    return "\n".join(js_string(v) for v in vals if v is not None)
 
 
 def evidence_matches(artifacts: list[PDArtifact], exp: PDExpectedEvidence) -> int:
     """Index of the first artifact that satisfies ``exp``, or -1."""
+    want = js_number(exp.exit_code) if exp.exit_code is not None else None
     for i, a in enumerate(artifacts):
         if exp.kind and a.kind != exp.kind:
             continue
-        if exp.exit_code is not None and a.exit_code != exp.exit_code:
+        # Number(artifact.exitCode) !== Number(expected.exitCode): a missing code is NaN, never equal
+        if want is not None and (a.exit_code is None or js_number(a.exit_code) != want):
             continue
         if exp.status and a.status != exp.status:
             continue
         text = _artifact_text(a)
-        if all(n in text for n in exp.contains):
+        if all(js_includes(text, n) for n in exp.contains):
             return i
     return -1
 
 
-def expected_evidence(task: PDTask) -> list[tuple[PDExpectedEvidence, bool]]:
+def final_contains(task: PDTask, raw: dict | None = None) -> list[str] | None:
+    """``expectedFinalContains`` as Port Daddy reads it: ``None`` when falsy (absent, null or ``""``),
+    else its strings (the suite rules allow a string or a list of one)."""
+    value = raw.get("expectedFinalContains") if raw is not None else task.expected_final_contains
+    if not value:
+        return None  # "" is falsy in JavaScript; [""] (a list) is not
+    return [value] if isinstance(value, str) else list(value)
+
+
+def expected_evidence(task: PDTask, raw: dict | None = None) -> list[tuple[PDExpectedEvidence, bool]]:
     """The evidence checks of a task: explicit ones, else one built from ``expectedFinalContains``."""
     if task.expected_evidence:
         return [(e, False) for e in task.expected_evidence]
-    if task.expected_final_contains:
-        return [(PDExpectedEvidence(kind=task.expected_final_kind, contains=list(task.expected_final_contains)), True)]
+    needles = final_contains(task, raw)
+    if needles is not None:
+        return [(PDExpectedEvidence(kind=task.expected_final_kind, contains=needles), True)]
     return []
 
 
 def final_state_text(final_state: Any) -> tuple[str, str | None]:
-    """(text, kind) of a ``finalState``: a string is its own text; an object's text fields are joined."""
+    """(text, kind) of a ``finalState``: ``String(finalState ?? '')``, except that an object's text
+    fields are joined (this project's reading; JavaScript gives ``[object Object]``)."""
     if final_state is None:
         return "", None
-    if isinstance(final_state, str):
-        return final_state, None
     if isinstance(final_state, dict):
-        parts = [str(final_state[k]) for k in FINAL_TEXT_FIELDS if isinstance(final_state.get(k), (str, int, float))]
+        parts = [js_string(final_state[k]) for k in FINAL_TEXT_FIELDS if isinstance(final_state.get(k), (str, int, float))]
         kind = final_state.get("kind")
         return "\n".join(parts), kind if isinstance(kind, str) else None
-    return js_json(final_state), None
+    return js_string(final_state), None
 
 
 def _dump(model) -> dict:
     return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-def _failure_modes(task: PDTask, artifacts: list[PDArtifact]) -> list[Any]:
-    hay = js_json([_dump(a) for a in artifacts])
+def _failure_modes(task: PDTask, artifacts: list[PDArtifact], raw_artifacts: list | None) -> list[Any]:
+    # JSON.stringify(artifacts) as given (key order, numbers); ``clearWhenContains || '__never__'``
+    hay = js_json(raw_artifacts if raw_artifacts is not None else [_dump(a) for a in artifacts])
     out: list[Any] = []
     for fm in task.failure_modes:
-        if fm.clear_when_contains and fm.clear_when_contains in hay:
+        if js_includes(hay, fm.clear_when_contains or "__never__"):
             continue
         out.append(fm.name if fm.bare else _dump(fm))
     return out
@@ -162,7 +302,15 @@ def _is_validated(u: PDUnhook) -> bool:
 class _Scored:
     """One trajectory scored against one task, Port Daddy style."""
 
-    def __init__(self, task: PDTask, traj: PDTrajectory | None, order_required: bool, default_pass: float):
+    def __init__(
+        self,
+        task: PDTask,
+        traj: PDTrajectory | None,
+        order_required: bool,
+        default_pass: float,
+        raw_task: dict | None = None,
+        raw_traj: dict | None = None,
+    ):
         self.task = task
         actions = traj.actions if traj else []
         artifacts = traj.artifacts if traj else []
@@ -170,7 +318,7 @@ class _Scored:
         self.action_results = match_actions(actions, task.expected_actions, order_required)
         self.evidence_results: list[PDEvidenceResult] = []
         self.evidence_index: list[int] = []
-        for exp, from_final in expected_evidence(task):
+        for exp, from_final in expected_evidence(task, raw_task):
             idx = evidence_matches(artifacts, exp)
             self.evidence_index.append(idx)
             self.evidence_results.append(
@@ -191,14 +339,20 @@ class _Scored:
         text, kind = final_state_text(traj.final_state if traj else None)
         self.final_text = text
         self.final_check = None
-        if task.expected_final_contains or task.expected_final_kind:
-            needles = list(task.expected_final_contains or [])
-            ok = all(n in text for n in needles) and (not task.expected_final_kind or kind == task.expected_final_kind)
+        final_needles = final_contains(task, raw_task)
+        if final_needles is not None or task.expected_final_kind:
+            needles = final_needles or []
+            ok = all(js_includes(text, n) for n in needles) and (not task.expected_final_kind or kind == task.expected_final_kind)
             self.final_check = PDFinalCheck(contains=needles, kind=task.expected_final_kind, matched=bool(text) and ok)
         evidence_needles = [n for r in self.evidence_results for n in r.contains]
-        final_support = any(n in text for n in evidence_needles) or bool(self.final_check and self.final_check.matched)
-        self.self_report_only = not any(r.matched for r in self.evidence_results) and bool(text) and final_support
-        self.failure_modes = _failure_modes(task, artifacts)
+        # Port Daddy: no evidence matched and finalState's text includes an evidence string ("" included)
+        final_support = any(js_includes(text, n) for n in evidence_needles) or bool(self.final_check and self.final_check.matched)
+        self.self_report_only = not any(r.matched for r in self.evidence_results) and final_support
+        if raw_traj is not None:
+            raw_artifacts: list | None = raw_traj.get("artifacts", [])
+        else:
+            raw_artifacts = None if traj else []  # None: rebuild from the model
+        self.failure_modes = _failure_modes(task, artifacts, raw_artifacts)
 
     def row(self, attempts: int) -> PDRow:
         return PDRow(
@@ -264,6 +418,15 @@ class _Scored:
         )
 
 
+def _js_sum(values) -> float:
+    """``reduce((sum, x) => sum + x, 0)``: plain left-to-right float addition (Python 3.12's ``sum``
+    compensates rounding, which JavaScript does not)."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
 def _steps_of(actions: list[PDAction]) -> list[Step]:
     """Suite actions as steps, for loop detection (``exitCode``/``error``/``output`` extras are read)."""
     steps = []
@@ -288,42 +451,54 @@ def _steps_of(actions: list[PDAction]) -> list[Step]:
     return steps
 
 
-def score_suite(suite: PortDaddySuite, source: str) -> EvalReport:
-    """Score every trajectory of ``suite`` (native report) and every task (Port Daddy keys)."""
+def score_suite(suite: PortDaddySuite, source: str, doc: dict | None = None) -> EvalReport:
+    """Score every trajectory of ``suite`` (native report) and every task (Port Daddy keys).
+
+    ``doc`` is the parsed JSON ``suite`` was loaded from (see :func:`load_suite`); Port Daddy reads a
+    few values as given (the artifacts' JSON text, an empty ``expectedFinalContains``), which the
+    model no longer holds. Without it they are rebuilt from the model (artifact keys in model order).
+    """
     with paused_gc():
-        return _score_suite(suite, source)
+        return _score_suite(suite, source, doc)
 
 
-def _score_suite(suite: PortDaddySuite, source: str) -> EvalReport:
+def _raw_list(doc: dict | None, key: str, n: int) -> list:
+    items = doc.get(key) if doc is not None else None
+    return items if isinstance(items, list) and len(items) == n else [None] * n
+
+
+def _score_suite(suite: PortDaddySuite, source: str, doc: dict | None) -> EvalReport:
     spec = suite.reward_spec
     order, default_pass = spec.action_order_required, spec.default_pass_reward
-    tasks_by_id: dict[str, PDTask] = {}
+    raw_tasks = _raw_list(doc, "tasks", len(suite.tasks))
+    raw_trajs = _raw_list(doc, "trajectories", len(suite.trajectories))
+    tasks_by_id: dict[str, tuple[PDTask, dict | None]] = {}
     warnings: list[str] = []
-    for t in suite.tasks:
+    for t, raw_t in zip(suite.tasks, raw_tasks, strict=True):
         if t.id in tasks_by_id:
             warnings.append(f"task id {t.id!r} appears more than once; trajectories are scored against the first")
-        tasks_by_id.setdefault(t.id, t)
-    last_by_task: dict[str, PDTrajectory] = {}
+        tasks_by_id.setdefault(t.id, (t, raw_t))
+    last_by_task: dict[str, tuple[PDTrajectory, dict | None]] = {}
     attempts: dict[str, int] = {}
     native: list[ScoreReport] = []
-    for i, traj in enumerate(suite.trajectories):
-        last_by_task[traj.task_id] = traj
+    for i, (traj, raw_tr) in enumerate(zip(suite.trajectories, raw_trajs, strict=True)):
+        last_by_task[traj.task_id] = (traj, raw_tr)
         attempts[traj.task_id] = attempts.get(traj.task_id, 0) + 1
-        task = tasks_by_id.get(traj.task_id)
-        if task is None:
+        if traj.task_id not in tasks_by_id:
             warnings.append(f"trajectories[{i}] has taskId {traj.task_id!r}, which no task declares; not scored")
             continue
+        task, raw_t = tasks_by_id[traj.task_id]
         sid = traj.id or traj.session_id or f"{traj.task_id}#{i}"
-        native.append(_Scored(task, traj, order, default_pass).score_report(sid))
+        native.append(_Scored(task, traj, order, default_pass, raw_t, raw_tr).score_report(sid))
     rows = []
-    for t in suite.tasks:
-        traj = last_by_task.get(t.id)
-        scored = _Scored(t, traj, order, default_pass)
+    for t, raw_t in zip(suite.tasks, raw_tasks, strict=True):
+        traj, raw_tr = last_by_task.get(t.id, (None, None))
+        scored = _Scored(t, traj, order, default_pass, raw_t, raw_tr)
         rows.append(scored.row(attempts.get(t.id, 0)))
-        if traj is None and tasks_by_id[t.id] is t:
+        if traj is None and tasks_by_id[t.id][0] is t:
             warnings.append(f"task {t.id!r} has no trajectory; it is scored as an empty attempt")
             native.append(scored.score_report(f"{t.id}#missing"))
-        elif attempts.get(t.id, 0) > 1 and tasks_by_id[t.id] is t:
+        elif attempts.get(t.id, 0) > 1 and tasks_by_id[t.id][0] is t:
             warnings.append(f"task {t.id!r} has {attempts[t.id]} trajectories; its Port Daddy row scores the last one")
     valid = [u for u in suite.unhooks if _is_validated(u)]
     unhooks_ready = len(valid) > 0 if spec.require_validated_unhooks_for_deployment else True
@@ -346,7 +521,7 @@ def _score_suite(suite: PortDaddySuite, source: str) -> EvalReport:
         task_count=len(rows),
         passed=passed,
         failed=failed,
-        average_reward=round3(sum(r.reward for r in rows) / len(rows)),
+        average_reward=round3(_js_sum(r.reward for r in rows) / len(rows)),
         eval_gate_passed=gate_passed,
         unhooks_ready=unhooks_ready,
         deployable=gate_passed and unhooks_ready,

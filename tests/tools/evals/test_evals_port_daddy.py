@@ -172,7 +172,7 @@ def test_evidence_needs_kind_exit_code_status_and_every_string(tmp_path):
 @pytest.mark.parametrize(
     ("doc", "where"),
     [
-        ({"agent": "x"}, "$.tasks: Field required"),
+        ({"agent": "x"}, "$: row lacks tasks required by trajectory_suite"),
         ({"tasks": []}, "$.tasks: List should have at least 1 item"),
         ({"tasks": "claim"}, "$.tasks: Input should be a valid list"),
         ({"tasks": [{"expectedActions": []}]}, "$.tasks[0].id: Field required"),
@@ -183,7 +183,7 @@ def test_evidence_needs_kind_exit_code_status_and_every_string(tmp_path):
         ({"tasks": [{"id": "t"}], "trajectories": [{"taskId": "t", "actions": [{"tool": "x", "args": [1]}]}]}, "$.trajectories[0].actions[0].args"),
         ({"tasks": [{"id": "t"}], "unhooks": [{"name": "u", "validated": "yes"}]}, "$.unhooks[0].validated"),
         ({"tasks": [{"id": "t"}], "rewardSpec": {"defaultPassReward": "high"}}, "$.rewardSpec.defaultPassReward"),
-        ('{"tasks": [{"id": "t", "passReward": NaN}]}', "$.tasks[0].passReward"),
+        ('{"tasks": [{"id": "t", "passReward": NaN}]}', "[nan_not_allowed]"),
     ],
 )
 def test_bad_suites_get_a_clear_validation_error(tmp_path, doc, where):
