@@ -116,7 +116,7 @@ def js_number(value: int | float) -> float:
     try:
         return float(value)
     except OverflowError:
-        return math.copysign(math.inf, value)
+        return math.inf if value > 0 else -math.inf
 
 
 def js_number_text(x: float) -> str:
@@ -210,7 +210,7 @@ def js_includes(haystack: str, needle: str) -> bool:
 def match_actions(actions: list[PDAction], expected, order_required: bool) -> list[PDActionResult]:
     cursor = -1
     out = []
-    hays = [js_json(a.args) for a in actions]
+    hays = [js_json(a.args) for a in actions] if expected else []
     for exp in expected:
         start = cursor + 1 if order_required else 0
         idx = next(
