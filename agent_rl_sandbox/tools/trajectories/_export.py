@@ -334,8 +334,11 @@ def _suite(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counte
                                     "outcome": st.outcome})
                     command = c.arguments.get("command") if isinstance(c.arguments.get("command"), str) else None
                     if command is not None and c.tool_call_id in results:
-                        artifacts.append({"kind": "command", "command": command, "exitCode": st.exit_code,
-                                          "output": results[c.tool_call_id]})
+                        art: dict[str, Any] = {"kind": "command", "command": command}
+                        if st.exit_code is not None:  # never null: Port Daddy reads Number(null) as exit 0
+                            art["exitCode"] = st.exit_code
+                        art["output"] = results[c.tool_call_id]
+                        artifacts.append(art)
             trajs.append({
                 "taskId": task_id, "id": s.session_id, "sessionId": s.session_id, "agent": s.agent.name,
                 "actions": actions, "artifacts": artifacts, "finalState": s.final_message,

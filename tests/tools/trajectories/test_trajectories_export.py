@@ -204,3 +204,16 @@ def test_suite_export_is_a_port_daddy_suite_the_scorer_reads(store, populated, t
     assert [a.tool for a in attempt.actions][:2] == ["sandbox_read_file", "sandbox_claim"]
     assert all(getattr(a, "provenance", "server") == "server" for a in attempt.actions)  # self-logged left out
     assert any(a.command == "python -m pytest -q" and a.exit_code == 0 for a in attempt.artifacts)
+
+
+def test_suite_export_of_a_command_without_an_exit_code_validates(store, tmp_path):
+    """A self-logged command has no exit code: the export leaves ``exitCode`` out rather than writing
+    null, which Port Daddy reads as 0 (so the validator, and score, refuse it)."""
+    t = store.start(agent={"name": "self-logger"}, task_id="claim-before-edit", split="train")
+    store.log_steps(t.session_id, [call("bash", {"command": "pytest -q"}, "3 passed", provenance="agent")])
+    store.finish(t.session_id, final_message="ran the tests", reward=1.0, passed=True)
+    res = _export(store, tmp_path, "suite")
+    [art] = [a for traj in _rows(res)[0]["trajectories"] for a in traj["artifacts"]]
+    assert art == {"kind": "command", "command": "pytest -q", "output": "3 passed"}
+    report = validate_file(res.data_path, kind="trajectory_suite")
+    assert report.ok, [(e.json_path, e.code, e.message) for e in report.errors]
