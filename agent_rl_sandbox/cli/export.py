@@ -39,6 +39,9 @@ def export(
     any_reward: Annotated[bool, typer.Option("--any-reward", help="SFT: include unscored trajectories too.")] = False,
     include_heldout: Annotated[bool, typer.Option("--include-heldout", help="atif/suite only.")] = False,
     include_running: Annotated[bool, typer.Option("--include-running", help="atif/suite only.")] = False,
+    include_unknown_tasks: Annotated[
+        bool, typer.Option("--include-unknown-tasks", help="Also trajectories with no task id or an unknown task.")
+    ] = False,
     validate: Annotated[
         bool, typer.Option("--validate/--no-validate", help="Run the dataset validator on the result.")
     ] = True,
@@ -66,6 +69,7 @@ def export(
         min_reward=None if any_reward else min_reward,
         include_heldout=include_heldout,
         include_running=include_running,
+        include_unknown_tasks=include_unknown_tasks,
     )
     try:
         res = services.trajectories.export_to(opts, out or services.trajectories.exports_dir)

@@ -348,6 +348,11 @@ class TrajectoryExportInput(_In):
     )
     include_heldout: bool = Field(default=False, description="atif/suite only: include held-out task variants.")
     include_running: bool = Field(default=False, description="atif/suite only: include running trajectories.")
+    include_unknown_tasks: bool = Field(
+        default=False,
+        description="Also export trajectories with no task id or an unknown task (left out by default; "
+        "recorded in the manifest).",
+    )
 
 
 class TrajectoryExportOutput(_Out):

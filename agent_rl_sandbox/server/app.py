@@ -6,19 +6,29 @@ the domain method that implements it, description): the method is referenced dir
 parameters are the input model's fields (flat, so agents pass ``{"sandbox_id": ..., "command":
 ...}``), its output schema is the output model, and an :class:`ActionError` from the domain becomes
 a flagged ``ToolError`` whose text says what to do next.
+
+Identity: every domain method that takes a ``caller`` gets the :class:`~agent_rl_sandbox.tools._caller.Caller`
+of the MCP session the call arrived on (:func:`session_caller`), never anything the client sends. A
+session is one run of the server's lifespan (a stdio process, one in-process ``mcp.Client``), which
+draws a random token; on a stateful streamable-HTTP transport, whose lifespan is shared, the transport's
+``mcp-session-id`` is mixed in. A later HTTP face replaces this with the identity of a verified bearer
+token, filling the same ``Caller.owner_id``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 import re
-from collections.abc import Callable
+import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
@@ -29,6 +39,7 @@ from agent_rl_sandbox.schemas import routes as routes_io
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools._caller import Caller
 from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import EvalService
@@ -143,7 +154,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         DESTRUCTIVE,
         SandboxService.finish,
         "End the episode with your final message (say which test command you ran and its result). The "
-        "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed.",
+        "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed. On a held-out "
+        "task only the verdict and the counts of hidden checks are shown, never their names.",
         slow=True,
     ),
     ToolSpec(
@@ -226,6 +238,35 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+_SESSION_TOKEN = "agent_rl_sandbox.session_token"
+"""Key of the per-session random token in the lifespan state."""
+
+
+@asynccontextmanager
+async def session_lifespan(_server: MCPServer) -> AsyncIterator[dict[str, str]]:
+    """The server's lifespan: runs once per session (per stdio process, per in-process client) and
+    draws the random token that names the session's owner (128 bits, never sent to the client)."""
+    yield {_SESSION_TOKEN: secrets.token_urlsafe(16)}
+
+
+def session_caller(ctx: Context) -> Caller:
+    """The :class:`Caller` of the MCP session ``ctx`` belongs to: ``mcp:<session token>``, plus a
+    hash of the transport's ``mcp-session-id`` where there is one. Raises ``RuntimeError`` when the
+    server's lifespan did not run (no identity: fail closed rather than share one)."""
+    state = ctx.request_context.lifespan_context
+    token = state.get(_SESSION_TOKEN) if isinstance(state, dict) else None
+    if not token:
+        raise RuntimeError("no session identity: build the server with build_server (its lifespan draws one)")
+    transport = (ctx.headers or {}).get("mcp-session-id")
+    suffix = f":{hashlib.sha256(transport.encode()).hexdigest()[:16]}" if transport else ""
+    return Caller.agent(f"mcp:{token}{suffix}")
+
+
+def takes_caller(impl: Callable[..., Any]) -> bool:
+    """Whether a domain method acts for a caller (has a ``caller`` parameter)."""
+    return "caller" in inspect.signature(impl).parameters
+
+
 def _signature_of(model: type[BaseModel]) -> inspect.Signature:
     params = []
     for name, field in model.model_fields.items():
@@ -235,13 +276,16 @@ def _signature_of(model: type[BaseModel]) -> inspect.Signature:
     return inspect.Signature(params)
 
 
-def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[..., Any]:
-    async def tool(**kwargs: Any) -> Any:
+def _make_tool(spec: ToolSpec, impl: Callable[..., BaseModel]) -> Callable[..., Any]:
+    scoped = takes_caller(impl)
+
+    async def tool(ctx: Context, **kwargs: Any) -> Any:
         try:
             inp = spec.input_model(**kwargs)
+            args = (inp, session_caller(ctx)) if scoped else (inp,)
             if spec.slow:
-                return await anyio.to_thread.run_sync(impl, inp)
-            return impl(inp)
+                return await anyio.to_thread.run_sync(impl, *args)
+            return impl(*args)
         except ActionError as e:
             raise ToolError(e.agent_text()) from None
         except ValidationError as e:
@@ -259,8 +303,12 @@ def _make_tool(spec: ToolSpec, impl: Callable[[Any], BaseModel]) -> Callable[...
 
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
-    tool.__signature__ = _signature_of(spec.input_model).replace(return_annotation=spec.output_model)  # type: ignore[attr-defined]
-    tool.__annotations__ = {}
+    sig = _signature_of(spec.input_model)
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    tool.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[ctx_param, *sig.parameters.values()], return_annotation=spec.output_model
+    )
+    tool.__annotations__ = {"ctx": Context}  # the SDK passes the request Context to the parameter annotated so
     return tool
 
 
@@ -293,7 +341,8 @@ def build_server(settings: Settings | None = None, services: Services | None = N
     ``settings``, or from the environment, when not given)."""
     services = services or Services.build(settings)
     server = MCPServer(
-        name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS, middleware=[next_step_middleware]
+        name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS, middleware=[next_step_middleware],
+        lifespan=session_lifespan,
     )
     for spec in TOOLS:
         server.add_tool(

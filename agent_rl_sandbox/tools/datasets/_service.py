@@ -1,4 +1,9 @@
-"""The ``dataset_validate`` tool's service: validate a file or inline rows, bounded report."""
+"""The ``dataset_validate`` tool's service: validate a file or inline rows, bounded report.
+
+A path is read only when it resolves inside an allowed folder, and then through
+:func:`~._open.open_no_follow` on the resolved path: a folder swapped for a symlink after the check
+makes the read fail (``unreadable``) instead of reading where the link points.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.datasets._kinds import KINDS
+from agent_rl_sandbox.tools.datasets._open import open_no_follow
 from agent_rl_sandbox.tools.datasets._report import ValidationReport
 from agent_rl_sandbox.tools.datasets._validate import validate_file, validate_rows
 from agent_rl_sandbox.tools.errors import ActionError
@@ -65,7 +71,10 @@ class DatasetService:
         self.settings.reports_dir.mkdir(parents=True, exist_ok=True)
         key = hashlib.sha256((inp.path or repr(inp.rows)).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         report_path = self.settings.reports_dir / f"validate-{key}.jsonl"
-        common = dict(kind=inp.kind, max_errors=inp.max_errors, max_length=inp.max_length, report_path=report_path)
+        common: dict[str, Any] = dict(
+            kind=inp.kind, max_errors=inp.max_errors, max_length=inp.max_length, report_path=report_path,
+            opener=open_no_follow,
+        )
         eval_path = self._allowed(inp.eval_path, "eval_path") if inp.eval_path is not None else None
         if inp.path is not None:
             report = validate_file(self._allowed(inp.path, "path"), eval_path=eval_path, **common)

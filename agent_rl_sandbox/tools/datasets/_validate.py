@@ -13,7 +13,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_rl_sandbox.tools.errors import ActionError
 
@@ -53,6 +53,8 @@ from ._rules import (
 )
 
 Progress = Callable[[int, int], None]
+Opener = Callable[[Path], BinaryIO]
+"""Opens a dataset file for binary reading; raises ``OSError`` when it cannot (or must not)."""
 """``progress(done, total)``: bytes read and file size for files; rows done and row count for inline rows."""
 
 _CHECKS: dict[str, Callable[[RowCtx, dict], RowInfo]] = {
@@ -503,12 +505,13 @@ def _run_file(
     progress: Progress | None,
     max_line_bytes: int,
     max_document_bytes: int,
+    opener: Opener | None = None,
 ) -> ValidationReport:
-    why = _unreadable(path)
+    why = _unreadable(path) if opener is None else None  # an opener checks on the descriptor itself
     if why is not None:
         return engine.finish(str(path), could_not_read=why)
     try:
-        fh = open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - closed below
+        fh = opener(path) if opener is not None else open(path, "rb", buffering=1 << 20)  # noqa: SIM115 - closed below
     except OSError as exc:
         return engine.finish(str(path), could_not_read=f"cannot open {path}: {exc.strerror or exc}")
     try:
@@ -642,6 +645,7 @@ def validate_file(
     report_path: Path | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    opener: Opener | None = None,
 ) -> ValidationReport:
     """Validate one dataset file (JSONL, or a JSON document such as an ATIF trajectory) in one streaming pass.
 
@@ -662,6 +666,8 @@ def validate_file(
         report_path: write every finding as JSONL here (also done to a temporary file when truncated).
         max_line_bytes: longer JSONL lines are reported as ``line_too_long`` and skipped (default 16 MiB).
         max_document_bytes: largest whole-JSON document parsed in memory (default 64 MiB).
+        opener: opens ``path`` and ``eval_path`` for reading (default: plain ``open``); the MCP tool passes
+            :func:`~._open.open_no_follow`. An ``OSError`` it raises becomes ``could_not_read``.
 
     Returns a ``ValidationReport``. Raises ``ActionError`` only for bad arguments: an unknown ``kind``, a
     tokenizer that cannot be loaded, ``max_length`` < 1.
@@ -670,14 +676,14 @@ def validate_file(
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
     if eval_path is not None:
         table, eval_report = _eval_prompts(eval_path, kind, max_line_bytes=max_line_bytes,
-                                           max_document_bytes=max_document_bytes)
+                                           max_document_bytes=max_document_bytes, opener=opener)
         if eval_report.could_not_read:
             engine.sink.add("error", None, "$", "eval_unreadable", eval_report.could_not_read, None)
         elif table is not None:
             leak = (table, str(eval_path))
     engine.leak = leak
     return _run_file(engine, Path(path), progress=progress, max_line_bytes=max_line_bytes,
-                     max_document_bytes=max_document_bytes)
+                     max_document_bytes=max_document_bytes, opener=opener)
 
 
 def validate_files(
@@ -734,6 +740,7 @@ def validate_rows(
     eval_path: str | Path | None = None,
     progress: Progress | None = None,
     report_path: Path | None = None,
+    opener: Opener | None = None,
 ) -> ValidationReport:
     """Validate inline rows (already-parsed JSON values, e.g. from an MCP call); line N is ``rows[N-1]``.
 
@@ -745,7 +752,7 @@ def validate_rows(
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
     if eval_path is not None:
         table, eval_report = _eval_prompts(eval_path, kind, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
-                                           max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES)
+                                           max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES, opener=opener)
         if eval_report.could_not_read:
             engine.sink.add("error", None, "$", "eval_unreadable", eval_report.could_not_read, None)
         elif table is not None:

@@ -62,6 +62,7 @@ from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
 from agent_rl_sandbox.tools.evals._actions import BROAD_CLAIM, actions_of, covered, edited_paths, matches_command
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
+from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
     Isolation,
@@ -78,7 +79,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._verify import verify
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore, new_id
+from agent_rl_sandbox.tools.trajectories import TrajectoryStore
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +280,7 @@ class SandboxService:
                 if row["status"] == "open" and row["session_id"]:
                     self._abandon(row["session_id"])
         else:
-            sandbox_id = new_id("sbx")
+            sandbox_id = sandbox_capability()
             dirs = self._dirs(sandbox_id)
             uid = self.sandbox_uid(sandbox_id)
             dirs["root"].mkdir(parents=True)
@@ -752,6 +753,7 @@ class SandboxService:
             }
             # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
             verifier_exit, verifier_out = verify(self, task, inp.sandbox_id, sid, final_tree, actions_doc)
+            verifier_out = agent_verifier_output(task.config.split, verifier_exit, verifier_out)
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"

@@ -5,6 +5,9 @@ Every export selects finished trajectories with the same filters as ``trajectory
 - **never** puts a held-out trajectory into a training format (stored ``split == "heldout"``, or its
   task is held out in the task registry now); they are counted as ``skipped_heldout``. Only the
   non-training formats (``atif``, ``suite``) can include them, on request.
+- leaves out trajectories whose task is unknown (no task id, or one the task registry does not hold:
+  nothing says they are not a held-out answer in disguise), counted as ``skipped_unknown_task``, unless
+  ``include_unknown_tasks`` is set; the manifest's filters record the flag.
 - builds rows with :mod:`._convert` (no fabricated tool results: a conversation is cut at the first call
   that has none and counted ``truncated_missing_result``, or dropped when nothing trainable remains);
 - passes every row through the secret redactor once more (counted in the manifest's ``redactions``);
@@ -119,6 +122,9 @@ class ExportOptions:
     """Only for ``atif`` and ``suite`` (evaluation material); a training format refuses it."""
     include_running: bool = False
     """Only for ``atif`` and ``suite``: also export trajectories that are still running."""
+    include_unknown_tasks: bool = False
+    """Also export trajectories with no task id or a task the registry does not know (off by default:
+    a self-logged trajectory without a task may carry a held-out solution)."""
 
     def filters(self) -> dict[str, Any]:
         return {
@@ -411,6 +417,10 @@ def export_trajectories(
         if heldout and not opts.include_heldout:
             counts["skipped_heldout"] += 1
             continue
+        unknown = s.task_id is None or (task_split is not None and task_split(s.task_id) is None)
+        if unknown and not opts.include_unknown_tasks:
+            counts["skipped_unknown_task"] += 1
+            continue
         selected.append(s)
     counts["selected"] = len(selected)
 
@@ -455,7 +465,7 @@ def export_trajectories(
         format=opts.format,
         created_at=utcnow(),
         filters={**filters, "min_reward": opts.min_reward, "include_heldout": opts.include_heldout,
-                 "include_running": opts.include_running},
+                 "include_running": opts.include_running, "include_unknown_tasks": opts.include_unknown_tasks},
         training=info.training,
         files=[ExportFile(path=info.file, rows=rows, sha256=file_sha, kind=info.kind)],
         rows=rows,

@@ -29,8 +29,9 @@ from agent_rl_sandbox.schemas.tools import (
 )
 from agent_rl_sandbox.schemas.trajectory import ImportReport
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.trajectories._export import ExportOptions, ExportResult, export_trajectories
+from agent_rl_sandbox.tools.trajectories._export import FORMATS, ExportOptions, ExportResult, export_trajectories
 from agent_rl_sandbox.tools.trajectories._import import import_file
 from agent_rl_sandbox.tools.trajectories._store import StoreError, TrajectoryStore
 
@@ -152,9 +153,17 @@ class TrajectoryService:
         end = inp.offset + len(rows)
         return TrajectoryListOutput(trajectories=rows, total=total, next_offset=end if end < total else None)
 
-    def export(self, inp: TrajectoryExportInput) -> TrajectoryExportOutput:
-        """Write one export under ``<home>/exports/<export_id>/`` with its manifest."""
+    def export(self, inp: TrajectoryExportInput, caller: Caller = OPERATOR) -> TrajectoryExportOutput:
+        """Write one export under ``<home>/exports/<export_id>/`` with its manifest. Held-out trajectories
+        are exported for the operator only (the CLI): an agent's ``include_heldout`` is refused."""
         from agent_rl_sandbox.tools.datasets import validate_file
+
+        info = FORMATS.get(inp.format)
+        if inp.include_heldout and not caller.operator and info is not None and not info.training:
+            raise ActionError(
+                "held-out trajectories are exported by the operator only",
+                "drop include_heldout; a human exports evaluation material with the CLI `export`",
+            )
 
         res = self.export_to(ExportOptions(**inp.model_dump()), self.exports_dir)
         m = res.manifest

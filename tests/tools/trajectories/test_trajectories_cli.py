@@ -24,9 +24,15 @@ def test_import_then_export_through_the_cli(tmp_path):
     assert report["ok"] is False and report["format"] == "claude_code"
     assert {p["line"] for p in report["problems"] if p["severity"] == "error"} == {18}
     out = tmp_path / "out"
-    exported = runner.invoke(app, ["export", "sft", "--any-reward", "--out", str(out), "--json", *home])
+    # imported trajectories name no task of this registry: left out unless asked for
+    unknown = runner.invoke(app, ["export", "sft", "--any-reward", "--out", str(out), *home])
+    assert unknown.exit_code == 1 and "skipped_unknown_task=2" in unknown.output
+    exported = runner.invoke(
+        app, ["export", "sft", "--any-reward", "--include-unknown-tasks", "--out", str(out), "--json", *home]
+    )
     assert exported.exit_code == 0, exported.output
     manifest = json.loads(exported.output)
     assert manifest["rows"] == 2 and (out / manifest["export_id"] / "sft.jsonl").exists()
+    assert manifest["filters"]["include_unknown_tasks"] is True
     refused = runner.invoke(app, ["export", "dpo", "--include-heldout", *home])
     assert refused.exit_code == 1

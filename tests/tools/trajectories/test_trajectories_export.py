@@ -103,7 +103,7 @@ def test_sft_rows_follow_trl_with_json_string_arguments_and_no_made_up_results(s
     assert set(res.manifest.source_session_ids) == {populated["pass"], populated["pass_cancelled"]}
     counts = res.manifest.counts
     assert counts["skipped_below_min_reward"] == 3  # the failures and the 0.5 reward
-    assert counts["skipped_unscored"] == 2  # imports carry no reward
+    assert counts["skipped_unknown_task"] == 2  # imports name no task: left out before their (missing) reward
     assert counts["truncated_missing_result"] == 1
     for row in _rows(res):
         tools = json.loads(row["tools"])
@@ -139,7 +139,7 @@ def test_trajectory_with_only_a_cancelled_call_is_dropped_and_counted(store, tmp
 
 def test_cancelled_call_in_an_import_is_cut_with_its_text_kept(store, tmp_path):
     sid = import_file(store, FIXTURES / "atif/openhands__hello-world.trajectory.json").trajectories[0]
-    res = _export(store, tmp_path, "sft", min_reward=None)
+    res = _export(store, tmp_path, "sft", min_reward=None, include_unknown_tasks=True)
     assert res.manifest.source_session_ids == [sid]
     msgs = _rows(res)[0]["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant"]

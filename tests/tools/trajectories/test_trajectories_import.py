@@ -134,7 +134,7 @@ def test_reimport_adds_nothing_and_a_changed_file_links_to_the_earlier_import(st
 
 def test_exported_atif_imports_back(store, tmp_path):
     src = import_file(store, FIXTURES / "claude_code/session-7f3c1a52.jsonl").trajectories[0]
-    res = export_trajectories(store, ExportOptions(format="atif"), tmp_path / "exports")
+    res = export_trajectories(store, ExportOptions(format="atif", include_unknown_tasks=True), tmp_path / "exports")
     back = import_file(store, res.data_path)
     assert back.ok and len(back.trajectories) == 1
     a, b = store.get(src), store.get(back.trajectories[0])

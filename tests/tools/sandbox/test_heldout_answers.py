@@ -1,0 +1,137 @@
+"""Issue 10 §4: held-out answers do not leak to agents (through the real services: real sandboxes, the
+real hidden verifier, real store and exports)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from agent_rl_sandbox.schemas.tools import (
+    EvalScoreInput,
+    SandboxFinishInput,
+    SandboxResetInput,
+    TrajectoryExportInput,
+    TrajectoryFinishInput,
+    TrajectoryLogStepInput,
+    TrajectoryStartInput,
+)
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller
+from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
+from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, sandbox_capability, verifier_counts
+from agent_rl_sandbox.tools.sandbox._scripted import play_task_script
+from agent_rl_sandbox.tools.trajectories import ExportOptions
+
+HELDOUT = "claim-before-edit/heldout-1"
+TRAIN = "claim-before-edit"
+MALLORY = Caller.agent("mcp:mallory-session")
+SOLUTION = (BUILTIN_TASKS_DIR / HELDOUT / "solution" / "files" / "slug.py").read_text()
+HIDDEN_IDS = ("python-3-12-released", "ALL CAPS", "all-caps", "one-two-three", "[case]", "got ")
+"""Arguments and expectations of heldout-1's hidden checks (its tests/checks.toml) found nowhere an agent
+sees (instruction, repo), and the markers of a check's line in the runner's report."""
+
+
+def test_sandbox_ids_are_unguessable_capabilities():
+    ids = {sandbox_capability() for _ in range(2000)}
+    assert len(ids) == 2000
+    for sid in list(ids)[:50]:
+        assert re.fullmatch(r"sbx_[A-Za-z0-9_-]{22}", sid), sid  # 22 url-safe characters = 128 bits
+
+
+def _leaks(text: str) -> list[str]:
+    return [h for h in HIDDEN_IDS if h in text]
+
+
+def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
+    sb = services.sandbox
+    reset = sb.reset(SandboxResetInput(task_id=HELDOUT, agent_name="alice"))
+    out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"))  # the bug is unfixed
+    assert out.passed is False and out.verifier_exit_code == 1
+    assert "hidden checks failed (exit 1): 3 of 6 hidden checks passed" in out.verifier_output
+    shown = out.model_dump_json()
+    assert _leaks(shown) == [], shown
+    # nor does anything stored for the episode, or the re-score an agent can ask for
+    stored = json.dumps(services.store.score_json(reset.session_id)) + open(out.report_path).read()
+    stored += services.store.get(reset.session_id).model_dump_json()
+    stored += sb.eval_score(EvalScoreInput(session_id=reset.session_id)).model_dump_json()
+    assert _leaks(stored) == []
+
+
+def test_finish_on_a_train_task_still_shows_the_failing_tests(services):
+    """The withholding is for held-out tasks only: on a train task the agent learns which tests failed."""
+    sb = services.sandbox
+    reset = sb.reset(SandboxResetInput(task_id=TRAIN, agent_name="alice"))
+    out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"))
+    assert "apply_discount(1000, 10): got 100, expected 900" in out.verifier_output
+    assert "5 of 10 passed" in out.verifier_output
+
+
+@pytest.mark.parametrize(
+    ("output", "counts"),
+    [
+        ("FAILED t.py::test_a[x-1] - assert\n1 failed, 4 passed, 1 warning in 0.1s", "1 failed, 4 passed, 1 warnings"),
+        ("2 passed in 0.1s\nclaim check passed", "2 passed"),
+        (
+            "hidden checks: 3 of 5 passed (trusted runner, 1 child sandbox(es), 0.20 s)\nFAIL [case] slug('A B')",
+            "3 of 5 hidden checks passed",
+        ),
+        ("Traceback ... SyntaxError: bad input 'secret-param'", ""),
+    ],
+)
+def test_heldout_verifier_output_keeps_numbers_and_fixed_words_only(output, counts):
+    assert verifier_counts(output) == counts
+    shown = agent_verifier_output("heldout", 1, output)
+    assert shown.startswith("hidden checks failed (exit 1)") and (counts in shown)
+    for word in ("test_a", "x-1", "slug(", "secret-param", "SyntaxError"):
+        assert word not in shown
+    assert agent_verifier_output("train", 1, output) == output
+    assert agent_verifier_output("heldout", None, "").startswith("hidden checks did not finish")
+
+
+def _self_logged_heldout_solution(services) -> str:
+    """A trajectory with no task id whose steps carry the held-out task's solution (the laundering attack)."""
+    tr = services.trajectories
+    sid = tr.start(TrajectoryStartInput(agent_name="mallory")).trajectory.session_id
+    tr.log_step(
+        TrajectoryLogStepInput(
+            session_id=sid,
+            steps=[
+                {"source": "user", "message": "Write textutils/slug.py"},
+                {"source": "agent", "message": f"Here it is:\n```python\n{SOLUTION}```"},
+            ],
+        )
+    )
+    tr.finish(TrajectoryFinishInput(session_id=sid, final_message="done"))
+    return sid
+
+
+def test_a_trajectory_without_a_known_task_stays_out_of_exports_unless_included(services, tmp_path):
+    sid = _self_logged_heldout_solution(services)
+    tr = services.trajectories
+    with pytest.raises(ActionError, match="skipped_unknown_task=1"):
+        tr.export(TrajectoryExportInput(format="sft", min_reward=None), MALLORY)
+    # an unknown task id is as unknown as none
+    other = tr.start(TrajectoryStartInput(agent_name="x")).trajectory.session_id
+    services.store.update_meta(other, task_id="no-such-task")
+    tr.log_step(TrajectoryLogStepInput(session_id=other, step={"source": "agent", "message": SOLUTION}))
+    tr.finish(TrajectoryFinishInput(session_id=other))
+    with pytest.raises(ActionError, match="skipped_unknown_task=2"):
+        tr.export(TrajectoryExportInput(format="sft", min_reward=None), MALLORY)
+    # only an explicit flag lets them in, and the manifest records it
+    res = tr.export_to(ExportOptions(format="sft", min_reward=None, include_unknown_tasks=True), tmp_path)
+    assert sorted(res.manifest.source_session_ids) == sorted([sid, other])
+    assert res.manifest.filters["include_unknown_tasks"] is True
+    assert "def slugify" in res.data_path.read_text()
+
+
+def test_an_agent_cannot_export_heldout_trajectories(services, tmp_path):
+    play_task_script(services.sandbox, HELDOUT, "oracle", agent="alice")
+    with pytest.raises(ActionError, match="exported by the operator only"):
+        services.trajectories.export(TrajectoryExportInput(format="atif", include_heldout=True), MALLORY)
+    res = services.trajectories.export(TrajectoryExportInput(format="atif", include_heldout=True), OPERATOR)
+    assert res.rows == 1
+    # and a training export never carries them, whoever asks
+    with pytest.raises(ActionError, match="skipped_heldout=1"):
+        services.trajectories.export(TrajectoryExportInput(format="sft", min_reward=None), OPERATOR)
