@@ -133,7 +133,9 @@ def test_import(tmp_path):
 
 def test_export(tmp_path, home):
     out = ["--out", str(tmp_path / "exports"), "--home", home]
-    assert cli("export", "atif", *out).exit_code == 0
+    unknown = cli("export", "atif", *out)  # the imported trajectory names no task: left out, a verdict
+    assert unknown.exit_code == 1 and "skipped_unknown_task=1" in unknown.stderr
+    assert cli("export", "atif", "--include-unknown-tasks", *out).exit_code == 0
     refused = cli("export", "dpo", "--include-heldout", *out)  # a refusal is a verdict
     assert refused.exit_code == 1 and "training format" in refused.stderr
     assert_bad_input(cli("export", "nope", *out), "unknown export format 'nope'")
