@@ -50,7 +50,7 @@ def verifier_counts(output: str) -> str:
     of = _OF.findall(output)
     if of:
         ok, total = of[-1]
-        return f"{ok} of {total} hidden checks passed"
+        return f"{ok} of {total} passed"
     found: dict[str, int] = {}
     for n, word in _COUNT.findall(output):
         word = {"error": "errors", "warning": "warnings"}.get(word, word)

@@ -49,7 +49,7 @@ def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
     reset = sb.reset(SandboxResetInput(task_id=HELDOUT, agent_name="alice"))
     out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"))  # the bug is unfixed
     assert out.passed is False and out.verifier_exit_code == 1
-    assert "hidden checks failed (exit 1): 3 of 6 hidden checks passed" in out.verifier_output
+    assert "hidden checks failed (exit 1): 3 of 6 passed" in out.verifier_output
     shown = out.model_dump_json()
     assert _leaks(shown) == [], shown
     # nor does anything stored for the episode, or the re-score an agent can ask for
@@ -75,7 +75,7 @@ def test_finish_on_a_train_task_still_shows_the_failing_tests(services):
         ("2 passed in 0.1s\nclaim check passed", "2 passed"),
         (
             "hidden checks: 3 of 5 passed (trusted runner, 1 child sandbox(es), 0.20 s)\nFAIL [case] slug('A B')",
-            "3 of 5 hidden checks passed",
+            "3 of 5 passed",
         ),
         ("Traceback ... SyntaxError: bad input 'secret-param'", ""),
     ],
