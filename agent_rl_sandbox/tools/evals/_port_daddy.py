@@ -103,7 +103,8 @@ def load_suite(doc: Any, label: str) -> PortDaddySuite:
     """
     from agent_rl_sandbox.tools.datasets import validate_rows
 
-    report = validate_rows([doc], kind="trajectory_suite")
+    # max_errors high enough that the validator never spills a full findings file to a temp folder
+    report = validate_rows([doc], kind="trajectory_suite", max_errors=100_000)
     if report.error_count:
         lines = [f"{label}: {f.json_path}: {f.message} [{f.code}]" for f in report.errors[:5]]
         more = report.error_count - len(lines)

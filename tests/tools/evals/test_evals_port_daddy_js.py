@@ -201,6 +201,18 @@ def test_misread_values_are_refused_with_validates_finding(tmp_path, patch, path
     assert "Port Daddy" in first.message and e.value.hint
 
 
+def test_a_suite_with_many_problems_lists_five_and_leaves_no_file(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    doc = {"agent": "a", "tasks": [{"id": "t", "passReward": "1"} for _ in range(80)], "trajectories": []}
+    with pytest.raises(EvalInputError) as e:
+        score_suite_file(write(tmp_path, doc))
+    assert e.value.message.count("[wrong_type]") == 5 and e.value.message.endswith("(+75 more)")
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_a_single_item_list_means_its_string_and_is_accepted(tmp_path):
     doc = one_task({"expectedFinalContains": ["refused"], "expectedFinalKind": "refusal"},
                    {"artifacts": [{"kind": "refusal", "content": "refused: remote script"}]})
