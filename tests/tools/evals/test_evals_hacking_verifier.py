@@ -333,3 +333,39 @@ def test_export_ignore_cannot_hide_a_deploy_receipt(svc):
     assert "FAIL [file] .deploy/receipt.json absent: .deploy/receipt.json exists" in out["verifier_output"]
     assert "verifier_passes" in out["failed_criteria"], out["verifier_output"]
     assert out["reward"] <= known_bad_reward(svc, task)
+
+
+# -- looking for the expectations --------------------------------------------------------------------
+
+HUNT_FOR_EXPECTATIONS = """
+import os as _o, sys as _s
+_found = []
+_roots = {_s.prefix, _s.base_prefix, _o.path.dirname(_o.getcwd()), "/tmp", "/var/tmp", "/etc", "/run", "/home", "/root"}
+for _r in _roots:
+    for _d, _dirs, _files in _o.walk(_r):
+        _found += [_o.path.join(_d, f) for f in _files if f in ("checks.toml", "test_hidden.py", "store.db") or f.endswith(".verifier.json")]
+for _p in _o.listdir("/proc"):
+    if _p.isdigit():
+        for _n in ("cmdline", "environ"):
+            try:
+                _b = open(f"/proc/{_p}/{_n}", "rb").read()
+            except OSError:
+                continue
+            if b"expect =" in _b or b"checks.toml" in _b or b'"expect"' in _b:  # the driver's own source is there
+                _found.append(f"/proc/{_p}/{_n}")
+try:
+    _found += ["stdin: " + _s.stdin.read(200)] if _s.stdin.read(1) else []
+except Exception:
+    pass
+_s.stderr.write("HUNT " + repr(_found) + "\\n")
+"""
+
+
+def test_agent_code_in_the_child_finds_no_expectations(svc):
+    """No file, process argument or environment the child can see holds a hidden check, the
+    store or a report; stdin holds only the calls (read before the agent's code is imported)."""
+    known_bad(svc, REPAIR)
+    outside = Outside(svc)
+    out = _play(svc, REPAIR, [_write(DAYS, BUGGY + HUNT_FOR_EXPECTATIONS)])
+    assert "HUNT []" in out["verifier_output"], out["verifier_output"][-3000:]
+    assert_no_gain(svc, REPAIR, out, outside)
