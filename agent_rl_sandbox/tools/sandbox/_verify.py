@@ -19,6 +19,7 @@ every process of the sandbox's uid has been killed.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import uuid
@@ -33,6 +34,8 @@ from agent_rl_sandbox.tools.sandbox._verifier import cross_check, tamper_finding
 
 if TYPE_CHECKING:
     from agent_rl_sandbox.tools.sandbox._service import SandboxService
+
+log = logging.getLogger(__name__)
 
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
@@ -62,7 +65,14 @@ def verify(
         uid=svc.sandbox_uid(f"{sandbox_id}/verifier"),  # a fresh uid: owns nothing, shares no process count
         live=svc.live,
     )
-    verdict = judge(task.checks, tree=tree, actions=actions, child=child, wall_seconds=wall)
+    try:
+        verdict = judge(task.checks, tree=tree, actions=actions, child=child, wall_seconds=wall)
+    except Exception as e:  # a runner bug must not leave the episode unfinished; it fails the verifier
+        log.exception("trusted runner failed for sandbox %s", sandbox_id)
+        return (
+            None,
+            f"[the trusted runner failed ({type(e).__name__}: {e}); no verdict, so the verifier criterion fails. Next step: report this to the server operator (the server log has the traceback)]",
+        )
     report = svc.settings.reports_dir / f"{session_id}.verifier.json"
     report.write_text(json.dumps(verdict.report(), indent=2))
     return verdict.exit_code, verdict.output(withhold=task.config.split == "heldout")[-svc.settings.max_output_bytes :]
