@@ -126,7 +126,8 @@ def trajectory_from_document(doc: AtifDocument, label: str, *, verified: bool = 
         status="finished",
         created_at=steps[0].timestamp if steps else "",
         step_count=len(steps),
-        final_message=_final_message(steps),
+        # A verified export carries the store's final message; any other file's is read from its steps.
+        final_message=(doc.text("final_message") if verified else None) or _final_message(steps),
         steps=steps,
     )
 

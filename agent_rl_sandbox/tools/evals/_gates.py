@@ -15,7 +15,8 @@ file: no MCP tool writes it)::
     max_regression = 0.02
 
 A file gate with a built-in's name replaces it. Every gate fails closed: an unreadable baseline, a
-share of unscorable criteria above ``max_unscorable_share``, or too few trajectories fail it.
+share of unscorable criteria above ``max_unscorable_share``, too few trajectories, or a Port Daddy suite
+task that expects nothing (check ``expectations_present``: Port Daddy would score it 1) fail it.
 """
 
 from __future__ import annotations
@@ -192,6 +193,18 @@ def evaluate_gate(
                 if v < 1 else f"invalidating all {v} validated unhook(s) would fail it",
             )
         )
+    if report.rows is not None:
+        # Port Daddy scores a task that expects nothing 1 whatever its trajectory did ("nothing expected"), so
+        # such a task passes any gate without evidence: the check appears (and fails) only when one exists.
+        empty = [r.task_id for r in report.rows if not r.action_results and not r.evidence_results]
+        if empty:
+            shown = ", ".join(empty[:5]) + (f" (+{len(empty) - 5} more)" if len(empty) > 5 else "")
+            checks.append(
+                _check("expectations_present", False, "==", 0, len(empty),
+                       f"{len(empty)} task(s) expect nothing, so any trajectory scores 1: {shown}",
+                       "give each task expectedActions, expectedEvidence or expectedFinalContains (an `export suite` "
+                       "of this store carries the store's verdict as expectations)")
+            )
     base_path = baseline
     if base_path is None and gate.baseline:
         bp = Path(gate.baseline)

@@ -36,6 +36,7 @@ from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
 from agent_rl_sandbox.tools.evals._scoring import score_trajectory
 from agent_rl_sandbox.tools.formats.atif import STORE_SCORE_KEY, claims, read_document
 from agent_rl_sandbox.tools.formats.signing import verify
+from agent_rl_sandbox.tools.formats.suite import STORE_SCORE_FIELD, STORE_VERDICT_KIND
 
 STORE_PAGE = 500
 MAX_STORE_TRAJECTORIES = 100_000
@@ -52,11 +53,79 @@ def load_suite(doc: Any, label: str) -> PortDaddySuite:
     return load_pd_suite(doc, label)
 
 
-def score_suite_file(path: Path) -> EvalReport:
-    """Score a Port Daddy suite JSON file."""
+def score_suite_file(path: Path, *, export_key: bytes | None = None) -> EvalReport:
+    """Score a Port Daddy suite JSON file (trust rule: :func:`score_suite_document`)."""
     path = Path(path)
     doc = parse_json(read_bytes(path), path.name)
-    return score_suite(load_suite(doc, path.name), path.name, doc)
+    return score_suite_document(doc, path.name, export_key=export_key)
+
+
+def score_suite_document(doc: Any, label: str, *, export_key: bytes | None = None) -> EvalReport:
+    """Score a parsed Port Daddy suite under the trust rule.
+
+    A suite whose export signature verifies with ``export_key`` (an ``export suite`` of this store) is
+    scored with Port Daddy's semantics over the expectations it carries (each task expects its
+    trajectories' ``store_verdict`` artifact to say ``passed``), and each trajectory's native score is the
+    store's own report (``storeScore``, ``trust = "verified_export"``): the same rewards as
+    ``score store:ID``. In any other suite, ``store_verdict`` artifacts and ``storeScore`` are claims: they
+    are dropped before scoring (so an edited verdict fails its task) and, when present or when the suite
+    carries a signature that does not verify, the report warns and marks its trajectories
+    ``self_reported``. Raises :class:`EvalInputError` naming the JSON path of an invalid suite."""
+    check = verify(doc, export_key, "suite")
+    if check.verified:
+        suite = load_suite(doc, label)
+        return _with_store_scores(score_suite(suite, label, doc), suite)
+    doc, claimed = _without_store_verdicts(doc)
+    report = score_suite(load_suite(doc, label), label, doc)
+    if not claimed and check.status == "unsigned":
+        return report
+    report.warnings.append(
+        f"self-reported suite: {check.reason()}; its store verdicts ({claimed} trajector"
+        f"{'y' if claimed == 1 else 'ies'}) were not counted"
+    )
+    report.trajectories = [t.model_copy(update={"trust": "self_reported"}) for t in report.trajectories]
+    return report
+
+
+def _without_store_verdicts(doc: Any) -> tuple[Any, int]:
+    """``doc`` without its trajectories' ``store_verdict`` artifacts (a copy; ``doc`` itself when it has
+    none), and how many trajectories claimed a store verdict or score."""
+    trajs = doc.get("trajectories") if isinstance(doc, dict) else None
+    if not isinstance(trajs, list):
+        return doc, 0
+    out, claimed = [], 0
+    for t in trajs:
+        if not isinstance(t, dict):
+            out.append(t)
+            continue
+        arts = t.get("artifacts")
+        kept = [a for a in arts if not (isinstance(a, dict) and a.get("kind") == STORE_VERDICT_KIND)] if isinstance(arts, list) else arts
+        dropped = isinstance(arts, list) and len(kept) != len(arts)
+        if dropped or STORE_SCORE_FIELD in t:
+            claimed += 1
+        out.append({**t, "artifacts": kept} if dropped else t)
+    return ({**doc, "trajectories": out}, claimed) if claimed else (doc, 0)
+
+
+def _with_store_scores(report: EvalReport, suite: PortDaddySuite) -> EvalReport:
+    """``report`` with each trajectory's native score replaced by the store's report it carries."""
+    stored: dict[str, ScoreReport] = {}
+    for t in suite.trajectories:
+        raw = (t.model_extra or {}).get(STORE_SCORE_FIELD)
+        sid = t.id or t.session_id
+        if isinstance(raw, dict) and sid and raw.get("session_id") == sid:
+            try:
+                stored[sid] = ScoreReport.model_validate(raw)
+            except ValueError:
+                continue
+    native = [stored.get(r.session_id, r).model_copy(update={"trust": "verified_export", "behaviour": r.behaviour})
+              for r in report.trajectories]
+    derived = set(build_report("port_daddy_suite", report.source, report.trajectories).warnings)
+    rebuilt = build_report("port_daddy_suite", report.source, native, problems=report.problems,
+                           warnings=[w for w in report.warnings if w not in derived],
+                           validated_unhooks=report.stats.validated_unhooks)
+    keep = ("agent", "reward_spec", "summary", "rows", "training_rows", "validated_unhooks", "suggested_unhooks")
+    return rebuilt.model_copy(update={k: getattr(report, k) for k in keep})
 
 
 def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None, task_id: str | None) -> RewardSpec:
@@ -290,7 +359,7 @@ def score_path(
     if is_lines:  # several documents: ATIF JSON Lines
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     if is_suite(doc):
-        return score_suite(load_suite(doc, p.name), p.name, doc)
+        return score_suite_document(doc, p.name, export_key=export_key)
     if is_atif(doc):
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     raise EvalInputError(

@@ -7,6 +7,7 @@ Public surface::
     atif.write_document, AtifIntegrityError                                   the ATIF writer
     atif.step_provenance            the trust rule: a file's provenance is a claim unless it is a verified export
     signing.export_key, sign, verify, Verification                            export signatures (HMAC-SHA256)
+    suite.STORE_VERDICT_KIND, verdict_artifact                                 a suite export's store verdicts
 
 Imports only ``schemas/`` and ``tools.errors`` (no store, no sandbox), so every part of ``tools/`` can use
 it. ``content_text`` is imported eagerly and pulls in nothing (the Claude Code hook must start fast); the

@@ -6,17 +6,12 @@ the steps it could read and the :class:`AtifIssue` findings (JSON path, finding 
 document or a step unusable. The finding codes are the dataset validator's (``tools.datasets._codes``), so
 ``validate``, ``import`` and ``score`` name the same problem the same way:
 
-=========================  =================================================================================
-code                       rule
-=========================  =================================================================================
-``missing_key``            no ``steps`` (the value is not ATIF: ``AtifDocument.not_atif``), no ``session_id``
-``wrong_type``             the value is not an object, or ``steps`` not a list (not ATIF); ``session_id``
-                           not a string; a step is not an object
-``bad_value``              ``schema_version`` is not an ``ATIF-v1.x`` string; a step ``source`` is not
-                           system, user or agent
-``duplicate_tool_call_id`` two tool calls of one step share an id (:func:`integrity_issues`)
-``observation_orphan``     an observation result names a ``source_call_id`` that no call of its step has
-=========================  =================================================================================
+- ``missing_key``: no ``steps`` (the value is not ATIF: ``AtifDocument.not_atif``), no ``session_id``;
+- ``wrong_type``: the value is not an object or ``steps`` not a list (not ATIF), ``session_id`` not a
+  string, a step not an object;
+- ``bad_value``: ``schema_version`` not an ``ATIF-v1.x`` string, a step ``source`` not system/user/agent;
+- ``duplicate_tool_call_id``: two tool calls of one step share an id (:func:`integrity_issues`);
+- ``observation_orphan``: an observation result names a ``source_call_id`` no call of its step has.
 
 The two pairing rules (:func:`integrity_issues`) hold for every step this project stores, imports,
 exports, validates or scores: ATIF ties a result to a call of the *same* step by id, and a step that
@@ -27,9 +22,12 @@ failed step, the importer rejects the trajectory, the validator reports its own 
 Trust rule (one, explicit; :func:`step_provenance`): **a file's provenance is a claim unless the file
 proves it came from this store.** A document proves it by an export signature that verifies with this
 home's export key (:mod:`agent_rl_sandbox.tools.formats.signing`). Only then do its steps keep the
-provenance written in ``extra.provenance`` (``server``/``hook``) and its root ``extra`` (task, split, the
-store's score) count; otherwise every step is self-reported (``agent``), the written provenance is kept as
-``extra.claimed_provenance``, and reward/pass claims are never read as a verdict.
+provenance written in ``extra.provenance`` (``server``/``hook``), and only then does the store's score it
+carries (``extra.store_score``) count as its verdict; otherwise every step is self-reported (``agent``),
+the written provenance is kept as ``extra.claimed_provenance``, and reward/pass claims are never read as a
+verdict. The task id and split are read either way: they choose the reward spec, they are no verdict.
+Import never grants trust (an imported trajectory is a new record that earns its own verdict): it keeps
+every claim as ``claimed_*``.
 
 Writing (:func:`write_document`) turns a stored trajectory into one ATIF v1.5 document: RL fields of a
 step travel in its ``extra`` under :data:`RL_STEP_KEYS`, the trajectory's under :data:`RL_TRAJECTORY_KEYS`

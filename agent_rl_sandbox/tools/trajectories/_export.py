@@ -43,10 +43,22 @@ Formats (``FORMATS``; file names and validator kinds in :class:`FormatInfo`):
     the README's placeholder assistant turn ``"无"`` (the loader drops it) and carry ``gt = [task_id]``:
     the verification target of a coding task is its hidden verifier, reached through the task id.
 ``atif``
-    One ATIF v1.5 document per line (RL fields in ``extra``).
+    One ATIF v1.5 document per line (RL fields in ``extra``; the store's score report of a scored
+    trajectory in ``extra.store_score``), each signed on its own (below).
 ``suite``
     One Port Daddy trajectory-suite JSON document (``agent``, ``rewardSpec``, ``tasks``, ``trajectories``
-    with ``actions``, ``unhooks``).
+    with ``actions``, ``unhooks``), signed (below). So that ``score suite.json --gate NAME`` gives the
+    store's verdict and not Port Daddy's "nothing expected scores 1", every task expects one artifact,
+    ``{"kind": "store_verdict", "status": "passed"}``, and every trajectory carries its store verdict as
+    that artifact (``status`` ``passed``, ``failed`` or ``unscored``; ``content`` the reward) plus the
+    store's score report (``storeScore``). ``score`` counts ``store_verdict`` artifacts and ``storeScore``
+    only when the suite's signature verifies; in any other suite they are dropped (with a warning), so
+    an edited verdict fails its task instead of passing it.
+
+Exports cannot launder a verdict: ``atif`` and ``suite`` exports are signed with HMAC-SHA256 over their
+canonical content, with the home's ``export.key`` (created, mode 0600, on the first export; never
+exported). Scheme and key handling: :mod:`agent_rl_sandbox.tools.formats.signing`. A verified export is
+scored exactly as the store scores it; an unverified or altered one is self-reported.
 """
 
 from __future__ import annotations
@@ -63,6 +75,8 @@ from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import ExportFile, ExportManifest, TrajectorySummary
 from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.formats.signing import sign
+from agent_rl_sandbox.tools.formats.suite import STORE_SCORE_FIELD, VERDICT_EXPECTATION, verdict_artifact
 from agent_rl_sandbox.tools.trajectories._atif import atif_document
 from agent_rl_sandbox.tools.trajectories._convert import (
     Conversation,
@@ -74,6 +88,8 @@ from agent_rl_sandbox.tools.trajectories._convert import (
 )
 from agent_rl_sandbox.tools.trajectories._store import TrajectoryStore, new_id, normalise_time, utcnow
 
+SIGNED_FORMATS = {"atif": "atif", "suite": "suite"}
+"""Exports signed with the home's export key, and the signature kind of each."""
 MINIMIND_PLACEHOLDER = "无"
 """The final assistant placeholder MiniMind's README uses for RLAIF/agentic prompt rows."""
 
@@ -304,9 +320,21 @@ def _prompts(store: TrajectoryStore, selected, opts: ExportOptions, counts: Coun
             yield {"prompt": prompt, "task_id": task_id, "behaviour": behaviour}, used
 
 
+STORE_ONLY_SCORE_KEYS = ("final_tree", "verifier_exit_code", "isolation")
+"""Keys of the stored score that are the store's bookkeeping, not part of the score report."""
+
+
+def store_score(store: TrajectoryStore, session_id: str) -> dict[str, Any] | None:
+    """The store's score report of a trajectory (as ``sandbox_finish`` recorded it), ``None`` if unscored."""
+    stored = store.score_json(session_id)
+    if not stored or "reward" not in stored:
+        return None
+    return {k: v for k, v in stored.items() if k not in STORE_ONLY_SCORE_KEYS}
+
+
 def _atif(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
     for s in selected:
-        yield atif_document(store.get(s.session_id)), [s.session_id]
+        yield atif_document(store.get(s.session_id), store_score=store_score(store, s.session_id)), [s.session_id]
 
 
 def _instruction(traj) -> str | None:
@@ -324,7 +352,10 @@ def _suite(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counte
     groups = _by_task(selected, counts)
     tasks, trajs, used = [], [], []
     for task_id, group in sorted(groups.items()):
-        task: dict[str, Any] = {"id": task_id, "behaviour": group[0].behaviour, "split": group[0].split}
+        task: dict[str, Any] = {
+            "id": task_id, "behaviour": group[0].behaviour, "split": group[0].split,
+            "expectedEvidence": [dict(VERDICT_EXPECTATION)],
+        }
         for s in group:
             traj = store.get(s.session_id)
             if "instruction" not in task and _instruction(traj):
@@ -345,11 +376,16 @@ def _suite(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counte
                             art["exitCode"] = st.exit_code
                         art["output"] = results[c.tool_call_id]
                         artifacts.append(art)
-            trajs.append({
+            artifacts.append(verdict_artifact(s.session_id, s.passed, s.reward))
+            row: dict[str, Any] = {
                 "taskId": task_id, "id": s.session_id, "sessionId": s.session_id, "agent": s.agent.name,
                 "actions": actions, "artifacts": artifacts, "finalState": s.final_message,
                 "reward": s.reward, "passed": s.passed,
-            })
+            }
+            scored = store_score(store, s.session_id)
+            if scored is not None:
+                row[STORE_SCORE_FIELD] = scored
+            trajs.append(row)
             used.append(s.session_id)
         tasks.append(task)
     if tasks:
@@ -383,8 +419,12 @@ def export_trajectories(
     out_root: Path,
     *,
     task_split: Callable[[str], str | None] | None = None,
+    signing_key: bytes | None = None,
 ) -> ExportResult:
     """Select, convert, redact and write one export under ``out_root/<export_id>/``.
+
+    ``signing_key`` (the home's export key) signs ``atif`` documents and ``suite`` files after redaction,
+    so that ``score`` on this home trusts them (see the module docstring); other formats are not signed.
 
     ``task_split(task_id)`` gives a task's split in the current registry (``None`` if unknown); a task
     held out there is held out here even if its trajectories were stored as ``train``.
@@ -438,6 +478,8 @@ def export_trajectories(
         with open(tmp, "w", encoding="utf-8") as f:
             for row, used in _builder(opts.format)(store, selected, opts, counts):
                 row, _ = redactor.value(row, redactions)
+                if signing_key is not None and opts.format in SIGNED_FORMATS:
+                    row = sign(row, signing_key, SIGNED_FORMATS[opts.format])
                 if opts.format == "suite":
                     text = json.dumps(row, ensure_ascii=False, indent=2) + "\n"
                 else:
@@ -473,15 +515,18 @@ def export_trajectories(
         counts=dict(sorted(counts.items())),
         redactions=dict(redactions),
         sha256=hashlib.sha256(f"{info.file} {file_sha}\n".encode()).hexdigest(),
-        notes=_notes(opts.format),
+        notes=_notes(opts.format, signed=signing_key is not None),
     )
     manifest_path = directory / "manifest.json"
     manifest_path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return ExportResult(manifest=manifest, directory=directory, data_path=data_path, manifest_path=manifest_path)
 
 
-def _notes(fmt: str) -> list[str]:
+def _notes(fmt: str, *, signed: bool = False) -> list[str]:
     notes = []
+    if signed and fmt in SIGNED_FORMATS:
+        notes.append("signed with this home's export.key (HMAC-SHA256): `score` here trusts it as the store's own record;"
+                     " any edit makes it self-reported")
     if fmt in ("sft", "dpo", "kto"):
         notes.append("tools and tool-call arguments are JSON strings (Arrow-safe; TRL accepts both forms)")
     if fmt not in ("atif", "suite"):

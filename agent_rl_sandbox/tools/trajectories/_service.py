@@ -31,7 +31,14 @@ from agent_rl_sandbox.schemas.trajectory import ImportReport
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.trajectories._export import FORMATS, ExportOptions, ExportResult, export_trajectories
+from agent_rl_sandbox.tools.formats.signing import export_key
+from agent_rl_sandbox.tools.trajectories._export import (
+    FORMATS,
+    SIGNED_FORMATS,
+    ExportOptions,
+    ExportResult,
+    export_trajectories,
+)
 from agent_rl_sandbox.tools.trajectories._import import import_file
 from agent_rl_sandbox.tools.trajectories._store import StoreError, TrajectoryStore
 
@@ -180,7 +187,8 @@ class TrajectoryService:
     # -- CLI -----------------------------------------------------------------------------------
     def export_to(self, opts: ExportOptions, out_root: Path) -> ExportResult:
         """Export into ``out_root/<export_id>/`` (the CLI may choose ``out_root``)."""
-        return export_trajectories(self.store, opts, out_root, task_split=self._task_split)
+        key = export_key(self.settings.home, create=True) if opts.format in SIGNED_FORMATS else None
+        return export_trajectories(self.store, opts, out_root, task_split=self._task_split, signing_key=key)
 
     def import_file(self, path: str | Path, *, format: str | None = None) -> ImportReport:
         """Import one file (see :func:`~._import.import_file`)."""
