@@ -161,6 +161,8 @@ def score_atif(
     (``trust = "verified_export"``) keeps its steps' provenance, and when it carries the store's score and
     no ``spec`` overrides the task's, that score *is* its verdict: the same rewards as ``score store:ID``.
 
+    A session id met again (a copied file or line) is scored once; the copies are ``problems``.
+
     Documents that fail to load are ``problems``; raises :class:`EvalInputError` when the input is a
     single JSON document that fails, or when nothing at all could be scored.
     """
@@ -177,11 +179,12 @@ def score_atif(
     scores: list[ScoreReport] = []
     problems: list[InputProblem] = []
     hints: list[str] = []
+    seen: dict[str, str] = {}  # session id -> where it was first scored
     with paused_gc():
         for f, label in zip(files, labels, strict=True):
             _score_file(
                 f, label, scores, problems, hints, single=len(files) == 1, spec=spec, tasks=tasks, task_id=task_id,
-                export_key=export_key,
+                export_key=export_key, seen=seen,
             )
     if not scores:
         raise _nothing_scored(path.name, problems, hints)
@@ -252,7 +255,9 @@ def _problem(e: EvalInputError, label: str) -> InputProblem:
     return InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg)
 
 
-def _score_file(f: Path, label: str, scores, problems, hints, *, single: bool, spec, tasks, task_id, export_key) -> None:
+def _score_file(
+    f: Path, label: str, scores, problems, hints, *, single: bool, spec, tasks, task_id, export_key, seen: dict[str, str]
+) -> None:
     """Score the documents of one file into ``scores``; what fails goes to ``problems`` (``hints``
     collects the next steps), except a single JSON document's failure, which is raised."""
     try:
@@ -277,7 +282,15 @@ def _score_file(f: Path, label: str, scores, problems, hints, *, single: bool, s
                 raise doc
             if not is_atif(doc):
                 raise EvalInputError(f"{where}: $: not an ATIF trajectory (needs `steps` and `session_id`)", _ATIF_HINT)
-            scores.append(_score_document(doc, where, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key))
+            report = _score_document(doc, where, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
+            first = seen.get(report.session_id)
+            if first is not None:
+                # One trajectory counts once: copies of a (verified) passing export must not inflate a pass rate.
+                problems.append(InputProblem(source=where, message=f"session {report.session_id!r} was already scored"
+                                             f" from {first}; scored once"))
+                continue
+            scores.append(report)
+            seen[report.session_id] = where
         except EvalInputError as e:
             if single and not is_lines:
                 raise

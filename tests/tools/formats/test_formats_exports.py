@@ -173,3 +173,14 @@ def test_a_tampered_suite_export_cannot_pass_the_gate(world, tmp_path):
     checks = {c["name"]: c for c in json.loads(r.stdout)["gate"]["checks"]}
     assert checks["expectations_present"]["status"] == "fail"
     assert TASK in checks["expectations_present"]["explanation"]
+
+
+def test_copies_of_a_verified_passing_export_count_once(world, tmp_path):
+    data = _export(world, "atif", tmp_path / "x", agent_name="good")
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"copy{i}.jsonl").write_text(data.read_text())
+    report = _score(world, folder)
+    assert [t.session_id for t in report.trajectories] == [world["good"]]
+    assert len(report.problems) == 4 and all("already scored" in p.message for p in report.problems)
