@@ -213,7 +213,8 @@ def test_suite_export_of_a_command_without_an_exit_code_validates(store, tmp_pat
     store.log_steps(t.session_id, [call("bash", {"command": "pytest -q"}, "3 passed", provenance="agent")])
     store.finish(t.session_id, final_message="ran the tests", reward=1.0, passed=True)
     res = _export(store, tmp_path, "suite")
-    [art] = [a for traj in _rows(res)[0]["trajectories"] for a in traj["artifacts"]]
+    # (the store's verdict travels as a second, store_verdict artifact: issue 10 §5)
+    [art] = [a for traj in _rows(res)[0]["trajectories"] for a in traj["artifacts"] if a["kind"] != "store_verdict"]
     assert art == {"kind": "command", "command": "pytest -q", "output": "3 passed"}
     report = validate_file(res.data_path, kind="trajectory_suite")
     assert report.ok, [(e.json_path, e.code, e.message) for e in report.errors]
