@@ -10,6 +10,8 @@ Environment variables (all optional):
 - ``AGENT_RL_SANDBOX_ISOLATION``: ``auto`` (bubblewrap when installed), ``bwrap`` or ``none``.
 - ``AGENT_RL_SANDBOX_IDLE_SECONDS``: seconds without an action after which an open sandbox is
   cleaned up (default 3600).
+- ``AGENT_RL_SANDBOX_WORKER_CONFIG``: the worker's stage configuration (default
+  ``<home>/worker.toml``, else the shipped default that runs ``validate`` only).
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ class Settings(BaseModel):
     """An open sandbox with no action for this long is cleaned up (processes killed, working copy
     removed, trajectory closed unpassed) the next time the server looks (``reap_idle``)."""
 
+    worker_config: Path | None = None
+    """The worker's stage-command file (TOML); ``None`` means ``<home>/worker.toml`` when it exists,
+    else the shipped default (``agent_rl_sandbox.worker.DEFAULT_WORKER_TOML``)."""
+
     @classmethod
     def from_env(cls, **overrides) -> Settings:
         """Build settings from ``AGENT_RL_SANDBOX_*`` variables; keyword overrides win."""
@@ -67,6 +73,8 @@ class Settings(BaseModel):
             values["isolation"] = env["AGENT_RL_SANDBOX_ISOLATION"]
         if env.get("AGENT_RL_SANDBOX_IDLE_SECONDS"):
             values["sandbox_idle_seconds"] = float(env["AGENT_RL_SANDBOX_IDLE_SECONDS"])
+        if env.get("AGENT_RL_SANDBOX_WORKER_CONFIG"):
+            values["worker_config"] = Path(env["AGENT_RL_SANDBOX_WORKER_CONFIG"])
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -82,3 +90,13 @@ class Settings(BaseModel):
     @property
     def reports_dir(self) -> Path:
         return self.home / "reports"
+
+    @property
+    def jobs_dir(self) -> Path:
+        """Job workspaces (``<home>/jobs/<job id>/``) and ``results.csv``."""
+        return self.home / "jobs"
+
+    @property
+    def adapters_dir(self) -> Path:
+        """The route table (``routes.json``) the kill switch flips."""
+        return self.home / "adapters"
