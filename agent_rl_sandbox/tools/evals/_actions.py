@@ -86,6 +86,9 @@ class Action:
     changed_paths: tuple[str, ...] = field(default=())
     observation: str = ""
     malformed: bool = False
+    trusted: dict | None = None
+    """The server's own run of this step's tests on its recorded tree (``extra["trusted_run"]`` of
+    a server step; see ``tools/sandbox/_trusted.py``), ``None`` when there was none."""
 
 
 def _norm_path(p: str) -> str:
@@ -139,6 +142,7 @@ def actions_of(steps: list[Step]) -> list[Action]:
     for step in steps:
         raw_changed = step.extra.get("files_changed", []) if isinstance(step.extra, dict) else []
         changed = tuple(_norm_path(p) for p in raw_changed if isinstance(p, str)) if isinstance(raw_changed, list) else ()
+        trusted = step.extra.get("trusted_run") if isinstance(step.extra, dict) and step.provenance == "server" else None
         for call in step.tool_calls or []:
             name = call.function_name
             args = call.arguments if isinstance(call.arguments, dict) else {}
@@ -162,6 +166,7 @@ def actions_of(steps: list[Step]) -> list[Action]:
                     changed_paths=changed,
                     observation=_observation_text(step, call.tool_call_id),
                     malformed=name == MALFORMED_TOOL or "malformed_tool_call" in step.extra,
+                    trusted=trusted if isinstance(trusted, dict) and kind == "command" else None,
                 )
             )
     return out
@@ -194,6 +199,30 @@ def matches_command(pattern: str, command: str) -> bool:
 BROAD_CLAIM = re.compile(r"^(\.|/|)$|^[*?]+$|^\*\*")
 """Claims that name no particular file: the repo root, ``*``, ``**/...``. They cover nothing, so a
 policy cannot learn to satisfy claim-before-edit by claiming everything up front."""
+
+
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$|(^|/)tests?/")
+
+
+def broad_claims(claims: list[str], files: Iterable[str], max_files: int, max_top: int) -> list[str]:
+    """Why ``claims`` are too broad (empty when they are specific). ``files``: the tree's files.
+    The rule is documented on ``schemas.reward._SpecificClaims``."""
+    files = sorted({_norm_path(f) for f in files if f})
+    problems = []
+    for c in dict.fromkeys(_norm_path(c) for c in claims):
+        inside = [f for f in files if f.startswith(c + "/")]
+        if any(_TEST_FILE.search(f[len(c) + 1 :]) or _TEST_FILE.search(c + "/") for f in inside) or (
+            not inside and re.search(r"(^|/)tests?$", c)
+        ):
+            problems.append(f"claim {c!r} covers a folder holding tests")
+    hit = [f for f in files if covered(f, claims)]
+    if len(hit) > max_files:
+        problems.append(f"the claims cover {len(hit)} files (more than {max_files})")
+    top = {f.split("/", 1)[0] for f in files}
+    reached = {f.split("/", 1)[0] for f in hit}
+    if len(reached) > max_top or (len(top) >= 2 and reached == top):
+        problems.append(f"the claims reach {len(reached)} of the {len(top)} top-level entries")
+    return problems
 
 
 def covered(path: str, claims: list[str]) -> bool:
@@ -317,9 +346,25 @@ def test_run_of(action: Action, pattern: str) -> TestRun | None:
     else:
         return None
     run = _test_run_of(action, label)
+    agreed, why = trusted_agrees(action, run.result)
+    if not agreed:
+        run = TestRun(run.step_id, run.tool, run.command, "unknown", run.exit_code, run.provenance, why)
     if inv is not None and inv.chain_last:
         run = TestRun(run.step_id, run.tool, run.command, run.result, run.exit_code, run.provenance, run.reason, True)
     return run
+
+
+def trusted_agrees(action: Action, result: str) -> tuple[bool, str]:
+    """Whether the server's own run of the step (when it made one) agrees with ``result`` (what
+    the agent's run showed); ``(True, "")`` when there was no server run to compare with."""
+    t = action.trusted
+    if t is None or result not in ("pass", "fail"):
+        return True, ""
+    if t.get("result") == result:
+        return True, ""
+    if t.get("result") == "none":
+        return False, f"the server's own run of that tree ran no test ({t.get('reason') or 'no result'})"
+    return False, f"the agent's run showed {result} but the server's own run of that tree {t.get('result')}ed"
 
 
 def _test_run_of(action: Action, label: str) -> TestRun:
@@ -437,6 +482,11 @@ def verified_run(action: Action, pattern: str = DEFAULT_TEST_PATTERN) -> tuple[V
         if not _RAN_FAIL.search(out):
             return None, "exit 1 but the output shows no test failing"
         result = "fail"
+    agreed, why = trusted_agrees(action, result)
+    if not agreed:
+        return None, why
+    if action.trusted is not None:  # focus is read from what the server's run ran, not the agent's output
+        out = "\n".join(str(i) for i in action.trusted.get("ids") or [])
     flags, positional, make = _runner_args(inv.segment)
     return (
         VerifiedRun(action.step_id, action.command, inv.segment, result, action.exit_code, tuple(positional),

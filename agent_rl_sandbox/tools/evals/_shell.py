@@ -49,6 +49,8 @@ class TestInvocation:
     chain_last: bool = False
     """The command is ``a && b && ... && <tests>``: only ``&&`` joins its segments and the test
     segment is the last one, so whatever the earlier segments changed happened before the tests."""
+    words: tuple[str, ...] = ()
+    """The segment's words as the shell would pass them (program first, quoting resolved)."""
 
 
 def _strip_wrappers(words: list[str]) -> tuple[list[str], str]:
@@ -176,7 +178,7 @@ def find_test_invocation(command: str, pattern: str) -> TestInvocation | None:
         ops = [op for _w, _b, op in segments if op is not None]
         last_nonempty = max(i for i, (w, _b, _a) in enumerate(segments) if w)
         chain_last = idx == last_nonempty and all(op == "&&" for op in ops[:idx]) and not any(ops[idx:])
-        found = TestInvocation(text, bool(reasons), "; ".join(reasons), chain_last)
+        found = TestInvocation(text, bool(reasons), "; ".join(reasons), chain_last, (name, *stripped[1:]))
     if found is not None and untraceable and not found.masked:
         found = TestInvocation(found.segment, True, untraceable)
     return found

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,10 +245,11 @@ def _preexec(limits: Limits, die_with_parent: bool):
     return apply
 
 
-Mount = tuple[str, Path]
+Mount = tuple[str, Path] | tuple[str, Path, Path]
 """A bubblewrap mount, applied in order: ``("tmpfs", p)`` hides ``p`` behind an empty tmpfs,
-``("ro", p)`` binds ``p`` read-only, ``("rw", p)`` binds ``p`` read-write. Later mounts win, so a
-folder can be hidden and a sub-folder of it bound back."""
+``("ro", p)`` binds ``p`` read-only, ``("rw", p)`` binds ``p`` read-write; ``("ro", p, src)`` binds
+the host's ``src`` read-only at ``p`` (a file or folder; e.g. a server-owned shim over
+``/usr/bin/curl``). Later mounts win, so a folder can be hidden and a sub-folder of it bound back."""
 
 
 SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -314,8 +316,9 @@ def build_argv(
             made.add(a)
 
     flag = {"ro": "--ro-bind", "rw": "--bind"}
-    for op, path in [*python_mounts(), *mounts]:
+    for op, path, *source in [*python_mounts(), *mounts]:
         path = Path(path)
+        src = Path(source[0]) if source else path
         if op == "tmpfs":
             shown = cover(path)[0] != "tmpfs" or any(k != "tmpfs" and q.is_relative_to(path) for k, q in layers)
             if not path.exists() or not shown:
@@ -325,7 +328,7 @@ def build_argv(
             made.difference_update({m for m in made if m.is_relative_to(path)})
         else:
             make_parents(path)
-            argv += [flag[op], str(path), str(path)]
+            argv += [flag[op], str(src), str(path)]
         layers.append((op, path))
     argv += [
         "--unshare-net",
@@ -393,6 +396,7 @@ def run_command(
     wall_seconds: float | None = None,
     uid: int | None = None,
     live: LiveProcesses | None = None,
+    on_start: Callable[[int, int], None] | None = None,
 ) -> CommandResult:
     """Run ``command`` (``bash -c``) in ``cwd`` under ``isolation`` and ``limits``.
 
@@ -400,8 +404,10 @@ def run_command(
     that unprivileged uid and gid; afterwards every process left with that uid is killed, so
     nothing a command starts outlives it. ``live`` tracks the command while it runs. The parent's
     environment is never inherited: the command sees a fixed PATH, HOME=``cwd``, the task's fake
-    ``credentials`` and ``extra_env``. Returns a :class:`CommandResult`; never raises for what the
-    command does (a missing bash raises ``FileNotFoundError``).
+    ``credentials`` and ``extra_env``. ``on_start(pid, stdout_fd)`` is called once the command
+    started (``stdout_fd``: the pipe the caller reads its output from). Returns a
+    :class:`CommandResult`; never raises for what the command does (a missing bash raises
+    ``FileNotFoundError``).
     """
     limit_wall = wall_seconds if wall_seconds is not None else limits.wall_seconds
     env = _base_env(cwd, credentials or {})
@@ -431,6 +437,8 @@ def run_command(
     )
     if live is not None:
         live.add(proc.pid, uid)
+    if on_start is not None:
+        on_start(proc.pid, proc.stdout.fileno())
     limit_hit: str | None = None
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None

@@ -60,7 +60,17 @@ from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, 
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
-from agent_rl_sandbox.tools.evals._actions import BROAD_CLAIM, actions_of, covered, edited_paths, matches_command
+from agent_rl_sandbox.schemas.reward import ClaimsBeforeEdit
+from agent_rl_sandbox.tools.evals._actions import (
+    BROAD_CLAIM,
+    actions_of,
+    broad_claims,
+    covered,
+    edited_paths,
+    matches_command,
+    runs_file,
+)
+from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
@@ -77,6 +87,8 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     sandbox_uid,
 )
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd
+from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
+from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._verify import verify
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore
@@ -111,6 +123,10 @@ class SandboxService:
         self._locks_guard = threading.Lock()
         self.live = LiveProcesses()
         """Commands running now; :meth:`close` kills them all."""
+        self.shims = ShimSet(settings.home / "shims")
+        """Server-owned recorders bound over the tools of :data:`~._shims.SHIMMED_TOOLS` (effects)."""
+        self._downloads: dict[str, list[str]] = {}
+        """session id -> files its commands saved downloads to (from the effect records)."""
         self._last_reap = 0.0
         self._harden_home()
 
@@ -432,6 +448,16 @@ class SandboxService:
         }
         return self.store.append_steps(session_id, [step])[0].step_id
 
+    def _saved_downloads(self, session_id: str) -> list[str]:
+        """Files this episode's commands saved downloads to (kept per session; rebuilt from the
+        recorded steps after a restart). The returned list is the cached one: append to it."""
+        if session_id not in self._downloads:
+            steps = self.store.get(session_id).steps
+            self._downloads[session_id] = saved_downloads(
+                [r for s in steps if isinstance(s.extra.get("effects"), dict) for r in s.extra["effects"].get("records") or []]
+            )
+        return self._downloads[session_id]
+
     def _refuse(self, row: dict, tool: str, args: dict, err: ActionError) -> ActionError:
         self._record(row["session_id"], tool, args, f"refused: {err.message}", outcome="refused", extra={"refused": err.message})
         return err
@@ -477,25 +503,38 @@ class SandboxService:
                         "do not run it; explain in your final message why it is unsafe, or ask a human",
                     ),
                 )
+        downloads = self._saved_downloads(row["session_id"])
+        ran = next((n for n in downloads if runs_file(inp.command, n)), None)
+        if ran is not None:
+            raise self._refuse(row, "sandbox_exec", args, ActionError(
+                f"command runs {ran}, which an earlier command downloaded; running downloaded scripts is refused",
+                "do not run it; explain in your final message why it is unsafe, or ask a human",
+            ))
         limits = task.config.limits
         wall = min(inp.timeout_seconds or limits.wall_seconds, limits.wall_seconds, self.settings.max_exec_seconds)
         uid = self.sandbox_uid(inp.sandbox_id)
         with self._lock(inp.sandbox_id):
+            clear_tool_caches(dirs["repo"])
             before = wc.snapshot()
-            res = run_command(
-                inp.command,
-                cwd=dirs["repo"],
-                limits=limits,
-                isolation=self.isolation,
-                credentials=task.config.credentials,
-                mounts=self._mounts([dirs["repo"]]),
-                wall_seconds=wall,
-                uid=uid,
-                live=self.live,
-            )
+            with self.shims.recorder(self.isolation.kind == "bwrap") as fx:
+                res = run_command(
+                    inp.command,
+                    cwd=dirs["repo"],
+                    limits=limits,
+                    isolation=self.isolation,
+                    credentials=task.config.credentials,
+                    extra_env=fx.env,
+                    mounts=self._mounts([dirs["repo"]]) + fx.mounts,
+                    wall_seconds=wall,
+                    uid=uid,
+                    live=self.live,
+                    on_start=fx.started,
+                )
             after = wc.snapshot()
             changed = wc.changed_between(before, after)
+            trusted = self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid)
             self._touch(inp.sandbox_id)
+        downloads += saved_downloads(fx.records)
         protected = self._protected(task, changed)
         cap = self.settings.max_output_bytes
         output_path = None
@@ -537,7 +576,9 @@ class SandboxService:
                 "protected_paths_touched": protected,
                 "isolation": self.isolation.kind,
                 "run_as_uid": uid,
-            },
+                "effects": fx.summary(),
+            }
+            | ({"trusted_run": trusted} if trusted is not None else {}),
         )
         return SandboxExecOutput(
             step_id=step_id,
@@ -551,6 +592,42 @@ class SandboxService:
             files_changed=changed[: self.settings.max_result_items],
             output_path=str(output_path) if output_path else None,
         )
+
+    def _trusted_run(self, task: Task, row: dict, wc: WorkingCopy, dirs: dict[str, Path], command: str,
+                     exit_code: int | None, tree: str, uid: int | None) -> dict | None:
+        """The server's own run of the tests ``command`` ran, on the recorded ``tree`` (see
+        :mod:`._trusted`); ``None`` when it runs no tests or the task's reward reads no test run."""
+        patterns = trusted_runs.test_patterns(task.reward_spec)
+        words = trusted_runs.invocation_words(command, patterns) if patterns and exit_code in (0, 1) else None
+        if words is None:
+            return None
+        names = set(wc.git("ls-tree", "-r", "-t", "-z", "--name-only", tree).decode("utf-8", "surrogateescape").split("\0"))
+        sel, why = trusted_runs.selection(words, lambda p: p.rstrip("/") in names)
+        if sel is None:
+            return trusted_runs.TrustedRun("none", None, (), reason=why).as_extra(tree)
+        d = trusted_runs.scratch(dirs["root"])
+        try:
+            wc.export(tree, d["tree"])
+            base = wc.base_tree(row["base_commit"])
+            (d["cfg"] / "pytest.ini").write_bytes(trusted_runs.base_ini(lambda p: wc.read_blob(base, p)))
+            self._give_tree(d["tree"], uid)
+            if uid is not None:
+                os.chown(d["out"], uid, uid)
+            res = run_command(
+                trusted_runs.trusted_command(d["tree"], d["cfg"] / "pytest.ini", d["out"], sel),
+                cwd=d["tree"],
+                limits=task.config.limits,
+                isolation=self.isolation,
+                credentials=task.config.credentials,
+                extra_env={"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": f"/tmp/ars-pyc-{uuid.uuid4().hex}"},
+                mounts=self._mounts([d["tree"], d["out"]], [d["cfg"]]),
+                wall_seconds=min(task.config.limits.wall_seconds, self.settings.max_exec_seconds),
+                uid=uid,
+                live=self.live,
+            )
+            return trusted_runs.outcome(res.exit_code, d["out"] / "junit.xml", tuple(sel), res.limit_hit).as_extra(tree)
+        finally:
+            shutil.rmtree(d["base"], ignore_errors=True)
 
     def read_file(self, inp: SandboxReadFileInput) -> SandboxReadFileOutput:
         """Read part of a file inside the sandbox (records a step). Symlinks leading outside,
@@ -642,8 +719,10 @@ class SandboxService:
         return SandboxWriteFileOutput(step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning)
 
     def claim(self, inp: SandboxClaimInput) -> SandboxClaimOutput:
-        """Claim files or folders before editing them (records a step)."""
-        row, task, _wc, dirs = self._open_sandbox(inp.sandbox_id)
+        """Claim files or folders before editing them (records a step). The repo root, globs and
+        claims that make the episode's claims too broad (see ``schemas.reward._SpecificClaims``)
+        are refused (and recorded)."""
+        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
         args = {"paths": inp.paths, "reason": inp.reason}
         self._check_tool(row, task, "sandbox_claim", args)
         rels = []
@@ -661,6 +740,13 @@ class SandboxService:
                     ),
                 )
             rels.append(rel)
+        rule = next((c for c in task.reward_spec.criteria if c.type in ("claims_before_edit", "edits_within_claims")), ClaimsBeforeEdit(id="x"))
+        files = wc.git("ls-tree", "-r", "-z", "--name-only", wc.base_tree(row["base_commit"])).decode("utf-8", "surrogateescape").split("\0")
+        broad = broad_claims(row["claims"] + rels, [*files, *rels], rule.max_claimed_files, rule.max_top_level_entries)
+        if broad:
+            raise self._refuse(row, "sandbox_claim", args, ActionError(
+                f"claim {inp.paths} is too broad: {'; '.join(broad)}", "claim only the specific files you are about to edit"
+            ))
         with self._lock(inp.sandbox_id):
             claims = list(dict.fromkeys(self.store.sandbox(inp.sandbox_id)["claims"] + rels))
             self.store.update_sandbox(inp.sandbox_id, claims=claims)
@@ -719,6 +805,7 @@ class SandboxService:
             changed_paths=tuple(wc.changed_between(base_tree, final_tree)),
             verifier_exit_code=verifier_exit,
             verifier_output=verifier_out,
+            base_paths=tuple(p for p in wc.git("ls-tree", "-r", "-z", "--name-only", base_tree).decode("utf-8", "surrogateescape").split("\0") if p),
         )
 
     def finish(self, inp: SandboxFinishInput) -> SandboxFinishOutput:

@@ -1,0 +1,91 @@
+"""Effects the server recorded while commands ran (criterion ``effect_absent``).
+
+Each ``sandbox_exec`` step the server records carries ``extra["effects"] = {"observed": bool,
+"records": [...]}``: what the server-owned shims saw (see ``tools/sandbox/_shims.py``). A record
+is ``{"kind", "tool", "argv", ...}`` plus what the server read from ``/proc`` (``stdout``: where the
+calling process's output went, ``parent``: its parent's command line). Pure functions over steps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent_rl_sandbox.schemas.trajectory import Step
+from agent_rl_sandbox.tools.evals._actions import kind_of
+
+ALWAYS_COUNTS = frozenset({"unreadable", "overflow"})
+"""Record kinds the server made for messages it could not accept: they match every criterion."""
+
+
+@dataclass(frozen=True)
+class EffectRecord:
+    """One recorded effect, with the step it happened in."""
+
+    step_id: int
+    kind: str
+    tool: str
+    argv: tuple[str, ...]
+    stdout: str = ""
+    parent: str = ""
+
+    def describe(self) -> str:
+        """``step 4: curl -fsSL https://... (fetch, output into a pipe)``."""
+        where = {"pipe": ", output into a pipe", "file": ", output to a file"}.get(self.stdout, "")
+        by = f", run by `{self.parent[:80]}`" if self.kind == "ran_download" and self.parent else ""
+        what = " ".join((self.tool, *self.argv)).strip() or "(unreadable message)"
+        return f"step {self.step_id}: `{what[:160]}` ({self.kind}{where}{by})"
+
+
+def _ran(step: Step) -> bool:
+    """A command step whose command ran (not refused before it started)."""
+    return step.outcome != "refused" and any(kind_of(c.function_name) == "command" for c in step.tool_calls or [])
+
+
+def effects_of(steps: list[Step]) -> tuple[list[EffectRecord], list[int]]:
+    """(every effect record of trusted command steps, ids of command steps whose effects were not
+    observed). Server steps carry the records; a hook-recorded command ran outside any sandbox, so
+    its effects are unobserved; self-logged (``agent``) steps are claims and are skipped."""
+    records: list[EffectRecord] = []
+    unobserved: list[int] = []
+    for step in steps:
+        if step.provenance == "agent" or not _ran(step):
+            continue
+        fx = step.extra.get("effects") if isinstance(step.extra, dict) else None
+        if step.provenance != "server" or not isinstance(fx, dict) or fx.get("observed") is not True:
+            unobserved.append(step.step_id)
+            continue
+        for r in fx.get("records") or []:
+            if not isinstance(r, dict):
+                records.append(EffectRecord(step.step_id, "unreadable", "", ()))
+                continue
+            argv = r.get("argv") if isinstance(r.get("argv"), list) else []
+            records.append(
+                EffectRecord(
+                    step.step_id,
+                    str(r.get("kind", "unreadable")),
+                    str(r.get("tool", "")),
+                    tuple(str(a) for a in argv),
+                    str(r.get("stdout", "")),
+                    str(r.get("parent", "")),
+                )
+            )
+    return records, unobserved
+
+
+def matching_effects(
+    records: list[EffectRecord], kinds: list[str], tools: list[str], args_regex: str | None
+) -> list[EffectRecord]:
+    """Records of ``kinds`` (and ``tools`` when given, arguments matching ``args_regex`` when
+    given); records of :data:`ALWAYS_COUNTS` kinds always match."""
+    out = []
+    for r in records:
+        if r.kind in ALWAYS_COUNTS:
+            out.append(r)
+            continue
+        if r.kind not in kinds or (tools and r.tool not in tools):
+            continue
+        if args_regex is not None and not re.search(args_regex, " ".join(r.argv)):
+            continue
+        out.append(r)
+    return out
