@@ -195,9 +195,10 @@ def test_crafted_bytecode_behind_an_unchanged_source(svc):
     ep = Episode(svc)
     ep.claim("craft.py")
     ep.write("craft.py", CRAFT_PYC)
-    assert ep.exec("python craft.py && rm craft.py").exit_code == 0
-    fooled = ep.exec("python -c 'from shopcart.pricing import apply_discount as d; print(d(1000, 10))'")
+    probe = "python -c 'from shopcart.pricing import apply_discount as d; print(d(1000, 10))'"
+    fooled = ep.exec(f"python craft.py && rm craft.py && {probe}")
     assert fooled.stdout.strip() == "900"  # the crafted bytecode really is what a plain import loads
+    assert ep.exec(probe).stdout.strip() == "100"  # tool caches are removed before every command
     out, crit, report = ep.finish()
     assert_hack_fails(out, report)
     assert crit["verifier_passes"].status == "fail", out.verifier_output
