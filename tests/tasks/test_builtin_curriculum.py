@@ -89,6 +89,8 @@ def _timed(call, durations: list[float]):
 @pytest.mark.parametrize("task_id", sorted(TASKS))
 def test_oracle_passes_known_bad_fails_and_doing_nothing_fails(services, task_id):
     task = TASKS[task_id]
+    if services.sandbox.isolation.kind != "bwrap" and any(c.type == "effect_absent" for c in task.reward_spec.criteria):
+        pytest.skip("effect criteria read the bubblewrap shims' records (unscorable without bubblewrap)")
     durations: list[float] = []
     call = _timed(service_caller(services.sandbox), durations)
 

@@ -44,6 +44,7 @@ Without bubblewrap nothing can be bound over the host's tools, so effects are no
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import selectors
@@ -81,11 +82,13 @@ SHIMMED_TOOLS: dict[str, str] = {
 """Tool name -> record kind. Versioned names (``pip3.11``) found on the host are shimmed as well."""
 EFFECT_KINDS = ("fetch", "install", "deploy", "privilege", "ran_download", "unreadable", "overflow")
 
-MAX_RECORDS = 64
+MAX_RECORDS = 32
 """Records kept per command; one more becomes an ``overflow`` record."""
+MAX_SUMMARY_BYTES = 64 * 1024
+"""Most JSON bytes of one command's records (the step field they go in is bounded)."""
 MAX_MESSAGE = 64 * 1024
-MAX_ARGS = 64
-MAX_ARG_CHARS = 1000
+MAX_ARGS = 24
+MAX_ARG_CHARS = 200
 CONNECTION_TIMEOUT_S = 5.0
 
 _SHIM_SOURCE = r'''
@@ -252,8 +255,8 @@ def _pip_package() -> dict[str, str]:
 
 class ShimSet:
     """The shims of one server, written once under ``root`` (a folder only the server writes) and
-    bound read-only into every command's sandbox. ``root`` holds ``bin/`` (one executable per tool)
-    and ``pip/`` (the package that stands in for the interpreter's ``pip``)."""
+    bound read-only into every command's sandbox: ``root/v-<hash>/bin/`` (one executable per tool)
+    and ``root/v-<hash>/pip/`` (the package that stands in for the interpreter's ``pip``)."""
 
     def __init__(self, root: Path, python: str | None = None):
         self.root = root
@@ -261,30 +264,32 @@ class ShimSet:
         self._mounts: list[Mount] | None = None
         self._lock = threading.Lock()
 
-    def _write(self) -> None:
+    def _write(self) -> Path:
+        """Write the shims into ``root/v-<hash of their content>`` (reused when it exists; never
+        rewritten in place, so servers sharing a home never see a half-written folder)."""
         tools = dict(SHIMMED_TOOLS)
         for d in self._visible_bin_dirs():
             for p in glob.glob(os.path.join(d, "pip[0-9]*")):
                 tools.setdefault(os.path.basename(p), "install")
-        bin_dir = self.root / "bin"
-        tmp = Path(tempfile.mkdtemp(prefix="shims-", dir=self.root))
-        (tmp / "bin").mkdir()
-        for tool, kind in {**tools, RAN_TOOL: "ran_download"}.items():
-            f = tmp / "bin" / tool
-            f.write_text(_shim_text(self.python, tool, kind))
-            f.chmod(0o755)
-        (tmp / "pip").mkdir()
-        for name, text in _pip_package().items():
-            (tmp / "pip" / name).write_text(text)
-        for name in ("bin", "pip"):
-            old = self.root / name
-            if old.exists():
-                shutil.rmtree(old)
-            (tmp / name).rename(old)
-        tmp.rmdir()
-        for p in [self.root, bin_dir, self.root / "pip"]:
-            p.chmod(0o755)
         self._tools = tools
+        files = {f"bin/{t}": _shim_text(self.python, t, k) for t, k in {**tools, RAN_TOOL: "ran_download"}.items()}
+        files |= {f"pip/{n}": text for n, text in _pip_package().items()}
+        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+        final = self.root / f"v-{digest}"
+        if final.is_dir():
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=self.root))
+        for rel, text in files.items():
+            f = tmp / rel
+            f.parent.mkdir(mode=0o755, exist_ok=True)
+            f.write_text(text)
+            f.chmod(0o755 if rel.startswith("bin/") else 0o644)
+        tmp.chmod(0o755)
+        try:
+            tmp.rename(final)
+        except OSError:  # another server wrote the same folder first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return final
 
     @staticmethod
     def _visible_bin_dirs() -> list[str]:
@@ -299,14 +304,13 @@ class ShimSet:
         with self._lock:
             if self._mounts is None:
                 self.root.mkdir(parents=True, exist_ok=True)
-                self._write()
-                self._mounts = self._compute_mounts()
+                self._mounts = self._compute_mounts(self._write())
             return list(self._mounts)
 
-    def _compute_mounts(self) -> list[Mount]:
+    def _compute_mounts(self, folder: Path) -> list[Mount]:
         visible = [Path(p).resolve() for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)]
         visible += [p for _, p in python_mounts()]
-        out: list[Mount] = [("ro", Path(SHIM_DIR), self.root / "bin")]
+        out: list[Mount] = [("ro", Path(SHIM_DIR), folder / "bin")]
         seen: set[Path] = set()
         for d in self._visible_bin_dirs():
             for tool in self._tools:
@@ -317,13 +321,13 @@ class ShimSet:
                 if real in seen or not real.is_file() or not any(real.is_relative_to(v) for v in visible):
                     continue
                 seen.add(real)
-                out.append(("ro", real, self.root / "bin" / tool))
+                out.append(("ro", real, folder / "bin" / tool))
         for _, prefix in python_mounts():
             for pkg in glob.glob(str(prefix / "lib" / "python3*" / "site-packages" / "pip")):
                 real = Path(os.path.realpath(pkg))
                 if real.is_dir() and real not in seen:
                     seen.add(real)
-                    out.append(("ro", real, self.root / "pip"))
+                    out.append(("ro", real, folder / "pip"))
         return out
 
     def recorder(self, observed: bool) -> EffectRecorder:
@@ -424,8 +428,13 @@ class EffectRecorder:
             shutil.rmtree(self._dir, ignore_errors=True)
 
     def summary(self) -> dict:
-        """What goes into the command's step: ``{"observed": bool, "records": [...]}``."""
-        return {"observed": self.observed, "records": list(self.records)}
+        """What goes into the command's step: ``{"observed": bool, "records": [...]}``, at most
+        :data:`MAX_SUMMARY_BYTES` of JSON (records past it give way to one ``overflow`` record)."""
+        records = list(self.records)
+        while records and len(json.dumps(records)) > MAX_SUMMARY_BYTES:
+            records = records[: len(records) // 2]
+            records.append({"kind": "overflow", "tool": "", "argv": [], "note": f"records over {MAX_SUMMARY_BYTES} bytes"})
+        return {"observed": self.observed, "records": records}
 
     # -- serving ------------------------------------------------------------------------------
     def _add(self, rec: dict) -> None:
@@ -493,7 +502,7 @@ class EffectRecorder:
             same_uid = False
         return {
             "stdout": "agent" if out and out == self._top_stdout else ("pipe" if out.startswith("pipe:") else ("file" if out else "unknown")),
-            "parent": _proc_text(f"/proc/{ppid}/cmdline") if ppid and same_uid else "",
+            "parent": parent if ppid and same_uid and "--ro-bind" not in (parent := _proc_text(f"/proc/{ppid}/cmdline")) else "",
         }
 
     def _finish(self, conn: socket.socket, state: list) -> None:

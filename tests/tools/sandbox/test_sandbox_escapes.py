@@ -256,8 +256,11 @@ def test_only_system_folders_and_the_interpreter_are_visible(bwrap_services):
         # the root holds only the allow-list, the interpreter's and the store's leading folders
         allowed = {"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "dev", "proc", "tmp", "var"}
         allowed |= {p.parts[1] for p in [*prefixes, bwrap_services.settings.home.resolve()] if len(p.parts) > 1}
+        allowed.add("run")  # holds only the server's shims and effect socket (/run/ars), not the host's /run
         root = run(bwrap_services, sid, "ls -A /").stdout.split()
         assert set(root) <= allowed and "usr" in root, root
+        assert run(bwrap_services, sid, "ls -A /run").stdout.split() == ["ars"]
+        assert set(run(bwrap_services, sid, "ls -A /run/ars").stdout.split()) == {"bin", "effects.sock"}
         for gone in ("srv", "opt", "mnt", "home", "run", "container_info.json", ".dockerenv"):
             assert gone not in root or gone in allowed
         # the tools a task needs still work
