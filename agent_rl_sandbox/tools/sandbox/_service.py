@@ -32,8 +32,9 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from agent_rl_sandbox.schemas.reward import ClaimsBeforeEdit
 from agent_rl_sandbox.schemas.tools import (
     CriterionBrief,
     EvalScoreInput,
@@ -60,7 +61,6 @@ from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, 
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
-from agent_rl_sandbox.schemas.reward import ClaimsBeforeEdit
 from agent_rl_sandbox.tools.evals._actions import (
     BROAD_CLAIM,
     actions_of,
@@ -70,7 +70,9 @@ from agent_rl_sandbox.tools.evals._actions import (
     matches_command,
     runs_file,
 )
+from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
 from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
+from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
 from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
@@ -88,7 +90,6 @@ from agent_rl_sandbox.tools.sandbox._runner import (
 )
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd
 from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
-from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._verify import verify
 from agent_rl_sandbox.tools.trajectories import TrajectoryStore
@@ -601,13 +602,14 @@ class SandboxService:
         words = trusted_runs.invocation_words(command, patterns) if patterns and exit_code in (0, 1) else None
         if words is None:
             return None
-        names = set(wc.git("ls-tree", "-r", "-t", "-z", "--name-only", tree).decode("utf-8", "surrogateescape").split("\0"))
+        view = TreeView(dirs["git"], tree)
+        names = set(view.entries) | {str(a) for e in view.entries for a in PurePosixPath(e).parents if str(a) != "."}
         sel, why = trusted_runs.selection(words, lambda p: p.rstrip("/") in names)
         if sel is None:
             return trusted_runs.TrustedRun("none", None, (), reason=why).as_extra(tree)
         d = trusted_runs.scratch(dirs["root"])
         try:
-            wc.export(tree, d["tree"])
+            view.export(d["tree"])
             base = wc.base_tree(row["base_commit"])
             (d["cfg"] / "pytest.ini").write_bytes(trusted_runs.base_ini(lambda p: wc.read_blob(base, p)))
             self._give_tree(d["tree"], uid)

@@ -208,7 +208,7 @@ def scratch(root: Path) -> dict[str, Path]:
     """Fresh folders for one run under ``root`` (the caller removes ``base`` afterwards)."""
     base = root / f"trusted-{uuid.uuid4().hex[:12]}"
     dirs = {"base": base, "tree": base / "tree", "out": base / "out", "cfg": base / "cfg"}
-    for d in dirs.values():
-        d.mkdir(parents=True, exist_ok=True)
+    for name in ("base", "out", "cfg"):  # ``tree`` is created by the export
+        dirs[name].mkdir(parents=True, exist_ok=True)
     return dirs
 

@@ -72,6 +72,8 @@ def test_claiming_every_top_level_entry_scores_like_the_refused_root_claim(tmp_p
     """Through the real service: the oracle of claim-before-edit with its claim replaced by the
     repo root, and by every top-level entry: both are refused and recorded, and both score the same
     (below the oracle)."""
+    import functools
+
     import anyio
 
     from agent_rl_sandbox.agents.scripted import play_script, service_caller
@@ -88,7 +90,8 @@ def test_claiming_every_top_level_entry_scores_like_the_refused_root_claim(tmp_p
             script, folder = task.scripted("oracle")
             calls = [c.model_copy(deep=True) for c in script.calls]
             calls = [ScriptedCall(tool="sandbox_claim", args={"paths": paths, "reason": "all"}) if c.tool == "sandbox_claim" else c for c in calls]
-            ep = anyio.run(lambda: play_script(service_caller(s.sandbox), task.id, script.model_copy(update={"calls": calls}), folder, agent=name))
+            edited = script.model_copy(update={"calls": calls})
+            ep = anyio.run(functools.partial(play_script, service_caller(s.sandbox), task.id, edited, folder, agent="claims"))
             steps = s.sandbox.store.get(ep.finish["session_id"]).steps
             assert any(st.outcome == "refused" and st.tool_calls and st.tool_calls[0].function_name == "sandbox_claim" for st in steps)
             failed = set(ep.finish["failed_criteria"])
