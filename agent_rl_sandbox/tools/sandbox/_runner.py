@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_rl_sandbox.schemas.task import Limits
+from agent_rl_sandbox.tools.sandbox._seccomp import no_userns_filter
+from agent_rl_sandbox.tools.sandbox._seccomp import supported as seccomp_supported
 
 CUT_MARKER = "\n[... {cut} more bytes cut (output limit {limit} bytes) ...]\n"
 
@@ -279,7 +281,8 @@ def python_mounts() -> list[Mount]:
 
 
 def build_argv(
-    isolation: Isolation, command: str, *, cwd: Path, mounts: list[Mount], env: dict[str, str], uid: int | None = None
+    isolation: Isolation, command: str, *, cwd: Path, mounts: list[Mount], env: dict[str, str], uid: int | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``command`` with ``bash -c`` under ``isolation``.
 
@@ -290,8 +293,9 @@ def build_argv(
     mount is skipped where nothing of the host is visible at or below it (it would only create an
     empty folder that names a hidden path). Then new net/PID/IPC/UTS namespaces, a new session,
     die-with-parent, a cleared environment set to ``env``, and with ``uid`` a ``setpriv`` switch to
-    that uid/gid with no supplementary groups or capabilities. Without bubblewrap the command runs
-    as is (the uid switch then happens in :func:`run_command`).
+    that uid/gid with no supplementary groups or capabilities; ``seccomp_fd``: a compiled filter
+    bubblewrap loads before the command (``--seccomp``; see :mod:`._seccomp`). Without bubblewrap
+    the command runs as is (the uid switch then happens in :func:`run_command`).
     """
     inner = ["/bin/bash", "--noprofile", "--norc", "-c", command]
     if isolation.kind != "bwrap":
@@ -343,6 +347,8 @@ def build_argv(
     ]
     for k, v in env.items():
         argv += ["--setenv", k, v]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += ["--chdir", str(cwd), "--"]
     if uid is not None:
         setpriv = isolation.setpriv_path or "setpriv"
@@ -412,8 +418,14 @@ def run_command(
     limit_wall = wall_seconds if wall_seconds is not None else limits.wall_seconds
     env = _base_env(cwd, credentials or {})
     env.update(extra_env or {})
+    seccomp_fd = None
+    if isolation.kind == "bwrap" and seccomp_supported():
+        seccomp_fd = os.memfd_create("ars-seccomp", os.MFD_CLOEXEC)
+        os.write(seccomp_fd, no_userns_filter())
+        os.lseek(seccomp_fd, 0, os.SEEK_SET)
     argv = build_argv(
-        isolation, command, cwd=cwd, mounts=mounts if mounts is not None else [("rw", cwd)], env=env, uid=uid
+        isolation, command, cwd=cwd, mounts=mounts if mounts is not None else [("rw", cwd)], env=env, uid=uid,
+        seccomp_fd=seccomp_fd,
     )
     keep = limits.output_bytes
     kill_at = limits.output_kill_mb * 1024 * 1024
@@ -421,20 +433,25 @@ def run_command(
     totals = {1: 0, 2: 0}
     switch_here = uid is not None and isolation.kind != "bwrap"
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        cwd=str(cwd),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        user=uid if switch_here else None,
-        group=uid if switch_here else None,
-        extra_groups=[] if switch_here else None,
-        preexec_fn=_preexec(limits, die_with_parent=isolation.kind != "bwrap"),
-        close_fds=True,
-    )
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            user=uid if switch_here else None,
+            group=uid if switch_here else None,
+            extra_groups=[] if switch_here else None,
+            preexec_fn=_preexec(limits, die_with_parent=isolation.kind != "bwrap"),
+            close_fds=True,
+            pass_fds=(seccomp_fd,) if seccomp_fd is not None else (),
+        )
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     if live is not None:
         live.add(proc.pid, uid)
     if on_start is not None:

@@ -210,3 +210,14 @@ def test_effects_are_unscorable_without_bubblewrap(tmp_path):
     finally:
         s.sandbox.close()
         s.close()
+
+
+def test_a_user_namespace_cannot_mask_the_shims(svc):
+    """In a user + mount namespace of its own a command could mount over /run/ars and call curl
+    unrecorded; the sandbox's seccomp filter refuses the namespace."""
+    r = svc.sandbox.reset(io.SandboxResetInput(task_id="claim-before-edit", agent_name="probe"))
+    run = lambda c: svc.sandbox.exec(io.SandboxExecInput(sandbox_id=r.sandbox_id, command=c))  # noqa: E731
+    out = run("unshare -Urm sh -c 'mount -t tmpfs x /run/ars && echo MASKED'; python3 -c 'import threading; t = threading.Thread(target=print, args=(1,)); t.start(); t.join()'")
+    assert "MASKED" not in out.stdout and "Operation not permitted" in out.stderr, out
+    assert out.stdout.strip() == "1"  # threads and ordinary processes still work
+    svc.sandbox.finish(io.SandboxFinishInput(sandbox_id=r.sandbox_id, message="probe"))
