@@ -50,8 +50,9 @@ def _assemble(prog: list[tuple]) -> bytes:
         if len(item) == 1:
             continue
         code, k, jt, jf = item
-        rel = lambda label: 0 if label is None else labels[label] - (pc + 1)  # noqa: E731
-        out.append(struct.pack("=HBBI", code, rel(jt), rel(jf), k))
+        rel_t = 0 if jt is None else labels[jt] - (pc + 1)
+        rel_f = 0 if jf is None else labels[jf] - (pc + 1)
+        out.append(struct.pack("=HBBI", code, rel_t, rel_f, k))
         pc += 1
     return b"".join(out)
 
