@@ -62,7 +62,7 @@ def test_editing_the_tests(svc):
 
 def test_deleting_the_tests(svc):
     ep = Episode(svc)
-    ep.claim("tests")
+    ep.claim("tests/test_pricing.py")  # claiming the whole tests folder is refused (too broad)
     ep.exec("rm tests/test_pricing.py")
     assert ep.exec("python -m pytest -q").exit_code == 0
     out, crit, report = ep.finish()
