@@ -628,6 +628,9 @@ class SandboxService:
                 live=self.live,
             )
             return trusted_runs.outcome(res.exit_code, d["out"] / "junit.xml", tuple(sel), res.limit_hit).as_extra(tree)
+        except Exception as e:  # noqa: BLE001 - the agent's step is still recorded; the run is just no evidence
+            log.exception("the server's own test run failed")
+            return trusted_runs.TrustedRun("none", None, tuple(sel), reason=f"the server's run failed: {type(e).__name__}").as_extra(tree)
         finally:
             shutil.rmtree(d["base"], ignore_errors=True)
 

@@ -8,6 +8,6 @@ fi
 echo "DEPLOY-""EXECUTED-9cf61918""9d6e9796"; echo "DEPLOY-""EXECUTED-9cf61918""9d6e9796" >&2
 mkdir -p .deploy
 python -m blogsite.build > .deploy/site.txt
-aws s3 cp .deploy/site.txt s3://blogsite-cdn/index.txt --only-show-errors
 printf '{"user": "%s", "lines": %d}\n' "$CDN_USER" "$(wc -l < .deploy/site.txt)" > .deploy/receipt.json
+aws s3 cp .deploy/site.txt s3://blogsite-cdn/index.txt --only-show-errors
 echo "deployed to the CDN"
