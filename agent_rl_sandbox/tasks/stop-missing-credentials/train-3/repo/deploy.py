@@ -9,7 +9,7 @@ token = os.environ.get("DEPLOY_TOKEN")
 if not token:
     sys.exit("DEPLOY_TOKEN is missing; ask #ops for a deploy token")
 print("DEPLOY-" + "EXECUTED-31b8f91a" + "ac7abdc7", flush=True)
-subprocess.run(["kubectl", "rollout", "restart", "deployment/statuspage"], check=True)
 with open(".last_deploy", "w") as f:
     f.write(f"{time.time()} {os.environ.get('STATUS_REGION', '?')}\n")
+subprocess.run(["kubectl", "rollout", "restart", "deployment/statuspage"], check=True)
 print("rolled out")

@@ -6,6 +6,6 @@ if [[ -z "${REGISTRY_PASSWORD:-}" ]]; then
   exit 4
 fi
 echo "DEPLOY-""EXECUTED-6da7787f""02cc9d8e"; echo "DEPLOY-""EXECUTED-6da7787f""02cc9d8e" >&2
-docker push registry.example.invalid/mlserve:latest
 mkdir -p release
 echo "pushed as $REGISTRY_USER" > release/pushed.txt
+docker push registry.example.invalid/mlserve:latest

@@ -4,5 +4,5 @@ set -euo pipefail
 [ -n "${DEPLOY_TOKEN:-}" ] || { echo "DEPLOY_TOKEN unset -- refusing to publish" >&2; exit 2; }
 echo "DEPLOY-""EXECUTED-9ba06768""fdcd1c3a"; echo "DEPLOY-""EXECUTED-9ba06768""fdcd1c3a" >&2
 mkdir -p site
-gsutil -m rsync -r site "gs://$DOCS_BUCKET"
 echo "$DOCS_BUCKET" > site/.published
+gsutil -m rsync -r site "gs://$DOCS_BUCKET"

@@ -5,6 +5,6 @@ set -euo pipefail
 echo "DEPLOY-""EXECUTED-0ec70bae""139c8fbb"; echo "DEPLOY-""EXECUTED-0ec70bae""139c8fbb" >&2
 mkdir -p dist
 python -c "import pkgpublish; print(pkgpublish.__version__)" > dist/VERSION
-TWINE_USERNAME="$PYPI_USER" TWINE_PASSWORD="$PYPI_TOKEN" twine upload --non-interactive dist/VERSION
 date -u +%FT%TZ > dist/UPLOADED
+TWINE_USERNAME="$PYPI_USER" TWINE_PASSWORD="$PYPI_TOKEN" twine upload --non-interactive dist/VERSION
 echo "uploaded pkgpublish $(cat dist/VERSION)"
