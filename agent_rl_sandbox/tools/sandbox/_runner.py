@@ -210,10 +210,16 @@ class LiveProcesses:
         return len(live)
 
 
+SHIM_DIR = "/run/ars/bin"
+"""Where the server-owned shims are inside a bubblewrap sandbox (``_shims``); first on every
+command's ``PATH`` (exec, the server's test runs and the verifier alike, so no environment tells
+them apart). Absent where no shims are bound."""
+
+
 def _base_env(home: Path, credentials: dict[str, str]) -> dict[str, str]:
     py_bin = str(Path(sys.executable).parent)
     env = {
-        "PATH": f"{py_bin}:/usr/local/bin:/usr/bin:/bin",
+        "PATH": f"{SHIM_DIR}:{py_bin}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),
         "USER": "sandbox",
         "LOGNAME": "sandbox",

@@ -57,10 +57,8 @@ import threading
 import time
 from pathlib import Path
 
-from agent_rl_sandbox.tools.sandbox._runner import SYSTEM_PATHS, Mount, python_mounts
+from agent_rl_sandbox.tools.sandbox._runner import SHIM_DIR, SYSTEM_PATHS, Mount, python_mounts
 
-SHIM_DIR = "/run/ars/bin"
-"""Where the shims are, inside the sandbox (first on ``PATH``)."""
 SOCKET_PATH = "/run/ars/effects.sock"
 """The record socket, inside the sandbox."""
 RAN_TOOL = "ars-downloaded-script"
@@ -388,6 +386,7 @@ class EffectRecorder:
         self._top_stdout: str | None = None
         self.mounts: list[Mount] = []
         self.env: dict[str, str] = {}
+        """Extra environment for the command (none: the runner's ``PATH`` already starts with the shims)."""
 
     @property
     def observed(self) -> bool:
@@ -405,7 +404,6 @@ class EffectRecorder:
         sock.setblocking(False)
         self._sock = sock
         self.mounts = [*self.shims.mounts(), ("ro", Path(SOCKET_PATH), Path(path))]
-        self.env = {"PATH": f"{SHIM_DIR}:{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
         self._thread = threading.Thread(target=self._serve, name="effects", daemon=True)
         self._thread.start()
         return self
