@@ -152,7 +152,7 @@ class Histogram:
     def stats(self, unit: str) -> LengthStats:
         """p50/p90/p99/max as a ``LengthStats``."""
         return LengthStats(
-            unit=unit,  # type: ignore[arg-type]
+            unit=unit,
             count=self.count,
             p50=self.percentile(0.5),
             p90=self.percentile(0.9),
@@ -205,17 +205,13 @@ class Drift:
         if t == "object":
             items: Any = value.items()
         else:
-            sub = child.get(None)
-            if sub is None:
-                sub = self._sub(child, path, None)
+            sub = child.get(None) or self._sub(child, path, None)
             items = [(None, item) for item in value]
         for key, item in items:
             if item is None:
                 continue
             if key is not None:
-                sub = child.get(key)
-                if sub is None:
-                    sub = self._sub(child, path, key)
+                sub = child.get(key) or self._sub(child, path, key)
             it = _TYPE.get(type(item))
             if it is None:
                 continue
@@ -351,6 +347,6 @@ class Sink:
         """The kept ``"error"`` or ``"warning"`` findings as models, in emission order."""
         recs = self.errors if which == "error" else self.warnings
         return [
-            Finding(line=line, json_path=path, code=code, message=msg, kind=kind, severity=sev)  # type: ignore[arg-type]
+            Finding(line=line, json_path=path, code=code, message=msg, kind=kind, severity=sev)
             for _, sev, line, path, code, msg, kind in recs
         ]

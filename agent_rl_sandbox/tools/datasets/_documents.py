@@ -126,7 +126,7 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
         if "step_id" in step:
             if type(sid) is bool or not _is_int(sid):
                 ctx.err(f"{p}.step_id", "wrong_type", "step_id must be an integer")
-            elif sid < 1:
+            elif sid is not None and sid < 1:
                 ctx.err(f"{p}.step_id", "bad_value", "step_id starts at 1")
             elif sid != i + 1:
                 ctx.err(f"{p}.step_id", "step_id_not_sequential", f"expected step_id {i + 1} (sequential from 1), got {sid}")

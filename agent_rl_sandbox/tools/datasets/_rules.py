@@ -253,7 +253,7 @@ class ToolsCache:
     """Remembers checked tool declarations so identical ones (the usual case) cost one equality test."""
 
     def __init__(self, max_entries: int = 256):
-        self._by_key: dict[Any, list[tuple[Any, ToolSet, list, list]]] = {}
+        self._by_key: dict[Any, list[tuple[Any, ToolSet | None, list, list]]] = {}
         self._n = 0
         self.max_entries = max_entries
 
@@ -266,12 +266,12 @@ class ToolsCache:
             key = (dialect.name, base, value if type(value) is str else repr(value)[:200])
         bucket = self._by_key.get(key)
         if bucket:
-            for cached_value, toolset, findings, sensitive in bucket:
+            for cached_value, cached_toolset, cached_findings, cached_sensitive in bucket:
                 # == treats True as 1: the positions where that could hide a difference are re-checked.
                 if cached_value == value and type(cached_value) is type(value) and all(
-                        type(_at(value, path)) is t for path, t in sensitive):
-                    _replay(ctx, findings)
-                    return toolset, False
+                        type(_at(value, path)) is t for path, t in cached_sensitive):
+                    _replay(ctx, cached_findings)
+                    return cached_toolset, False
         findings: list = []
         toolset = _build_toolset(value, base, dialect, encoded, findings, ctx)
         _replay(ctx, findings)

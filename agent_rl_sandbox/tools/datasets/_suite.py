@@ -94,7 +94,7 @@ def _path(loc: Any) -> str:
     return out
 
 
-def _code(err: dict) -> str:
+def _code(err: Any) -> str:
     kind = err["type"]
     if kind == "missing":
         return "missing_key"
@@ -165,7 +165,8 @@ def _rules(doc: dict, out: list) -> None:
             continue
         where = f"$.tasks[{i}]"
         _number(task, "passReward", where, out)
-        for j, ev in enumerate(task.get("expectedEvidence") if type(task.get("expectedEvidence")) is list else []):
+        evidence = task.get("expectedEvidence")
+        for j, ev in enumerate(evidence if isinstance(evidence, list) else []):
             if type(ev) is dict:
                 _exit_code(ev, f"{where}.expectedEvidence[{j}]", out, artifact=False)
         final = task.get("expectedFinalContains")

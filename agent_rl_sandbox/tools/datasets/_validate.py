@@ -272,7 +272,7 @@ class _Engine:
             return None
         if len(cands) > 1:
             if self.established in cands:
-                kind = self.established  # type: ignore[assignment]
+                kind = self.established
             elif not self.ambiguous_warned and frozenset(cands) in _AMBIGUOUS_WARN and (
                     "messages" not in obj or _has_tool_calls(obj["messages"])):
                 self.ambiguous_warned = True
@@ -362,9 +362,9 @@ class _Engine:
         if self.need_text and info.completion_pieces is not None:
             self._lengths(ctx, info)
         # preference conflicts, leakage, prompt collection
-        key = info.prompt_key
-        if key is not None:
-            kp = digest64(key.encode("utf-8", "surrogatepass"))
+        prompt = info.prompt_key
+        if prompt is not None:
+            kp = digest64(prompt.encode("utf-8", "surrogatepass"))
             if info.pref is not None:
                 a, b = info.pref
                 if type(b) is bool:
@@ -375,11 +375,11 @@ class _Engine:
                     fact = digest64(f"{kp}\x1f{a}\x1f{b}".encode("utf-8", "surrogatepass"))
                     rev = digest64(f"{kp}\x1f{b}\x1f{a}".encode("utf-8", "surrogatepass"))
                     what = "the opposite preference for the same prompt and completions"
-                other = self.prefs.get(rev)
-                if other:
-                    sink.add("error", line, "$", "conflicting_preference", f"line {other} has {what}", kind)
+                seen_at = self.prefs.get(rev)
+                if seen_at:
+                    sink.add("error", line, "$", "conflicting_preference", f"line {seen_at} has {what}", kind)
                 self.prefs.add(fact, line)
-            if key:
+            if prompt:
                 if self.collect is not None:
                     self.collect.add(kp, line)
                 if self.leak is not None:
@@ -708,7 +708,7 @@ def validate_files(
     _check_kind(kind)
     leak = None
     eval_report = None
-    kw = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
+    kw: dict[str, Any] = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}
     if eval_path is not None:
         engine = _make_engine(kind, max_errors, tokenizer_path, max_length, None, collect=True)
         eval_report = _run_file(engine, Path(eval_path), progress=None, **kw)

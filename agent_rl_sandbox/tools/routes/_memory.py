@@ -133,6 +133,7 @@ def estimate(
         raise ValueError("params, layers, hidden, seq_len, batch and rank must be positive")
     act = activation_bytes(shape, seq_len, batch, fused_attention=fused_attention, checkpointing=checkpointing)
     logits = seq_len * batch * shape.vocab * 4
+    weights: float
     if method == "full":
         trainable = shape.params
         weights = 2 * shape.params  # the bf16 copy; the fp32 master is counted with the optimizer

@@ -85,7 +85,7 @@ def resolve(explicit: RouteSignals, derived: Derived) -> dict[str, ResolvedSigna
             value = derived.values[name]
             if name == "variants":
                 value = {k: v.model_dump() for k, v in value.items()}
-            out[name] = ResolvedSignal(value=value, source=derived.sources[name])  # type: ignore[arg-type]
+            out[name] = ResolvedSignal(value=value, source=derived.sources[name])
         else:
             out[name] = ResolvedSignal(value=None, source="default")
     variants = out["variants"].value
@@ -150,7 +150,7 @@ def _adapter(
         device = KNOWN_GPU_GIB.get(gpu.replace(" ", "").replace("nvidia", ""))
     rows = []
     for method in ("full", "lora", "qlora"):
-        e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device)  # type: ignore[arg-type]
+        e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device)
         rows.append(MemoryRow(**e.__dict__))
     if not has_gpu:
         why.add("no-gpu", "gpu", sig["gpu"].value, f"no GPU given: LoRA on the CPU, practical up to {t.max_cpu_params:,} parameters")
@@ -300,10 +300,10 @@ def recommend(
     if trainer is not None and adapter is not None and base_model and derived.behaviour:
         adapter_keys = {"lora_r": "rank", "lora_alpha": "alpha", "target_modules": "target_modules", "learning_rate": "learning_rate"}
         job_spec = JobSpec(
-            route=chosen,  # type: ignore[arg-type]
+            route=chosen,
             trainer=trainer,
             base_model=base_model,
-            dataset=StoreSelection(export=EXPORT_FORMAT_FOR[trainer], behaviour=derived.behaviour),  # type: ignore[arg-type]
+            dataset=StoreSelection(export=EXPORT_FORMAT_FOR[trainer], behaviour=derived.behaviour),
             adapter=AdapterConfig(kind=adapter, **{new: hp[old] for old, new in adapter_keys.items()}),
             gate=GateRef(name="deploy", behaviour=derived.behaviour),
             hyperparameters={k: x for k, x in hp.items() if k not in adapter_keys},
