@@ -20,14 +20,15 @@ from agent_rl_sandbox.tools.datasets import DatasetService
 from agent_rl_sandbox.tools.evals import EvalService
 from agent_rl_sandbox.tools.routes import RouteService
 from agent_rl_sandbox.tools.sandbox import SandboxService
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+from agent_rl_sandbox.tools.store import Store
 from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
 
 
 @dataclass
 class Services:
     settings: Settings
-    store: TrajectoryStore
+    store: Store
+    """The database: ``store.trajectories``, ``store.sandboxes``, ``store.hook_events``."""
     sandbox: SandboxService
     evals: EvalService
     """Scoring from the store and eval gates."""
@@ -44,7 +45,7 @@ class Services:
         """Open the store (creating tables) and load tasks. Raises on an unreachable database."""
         settings = settings or Settings.from_env()
         settings.home.mkdir(parents=True, exist_ok=True)
-        store = TrajectoryStore(settings.db_url)
+        store = Store(settings.db_url)
         sandbox = SandboxService(settings, store)
 
         def task_info(task_id: str) -> tuple[str | None, str | None] | None:
@@ -53,7 +54,7 @@ class Services:
 
         return cls(
             settings=settings, store=store, sandbox=sandbox, evals=EvalService(settings, store, sandbox),
-            trajectories=TrajectoryService(settings, store, task_info),
+            trajectories=TrajectoryService(settings, store.trajectories, task_info),
             datasets=DatasetService(settings),
             routes=RouteService(store, sandbox.tasks),
         )

@@ -118,7 +118,8 @@ async def over_stdio(settings: Settings, calls: int) -> None:
 
 
 def bulk_import(settings: Settings, steps: int, tmp: Path) -> None:
-    from agent_rl_sandbox.tools.trajectories import TrajectoryStore, import_file
+    from agent_rl_sandbox.tools.store import Store
+    from agent_rl_sandbox.tools.trajectories import import_file
 
     lines = [json.dumps({"timestamp": "2026-11-29T10:00:00Z", "type": "session_meta",
                          "payload": {"id": "bench-session", "cli_version": "0.65.0", "cwd": "/w"}})]
@@ -134,9 +135,9 @@ def bulk_import(settings: Settings, steps: int, tmp: Path) -> None:
             lines.append(json.dumps(rec))
     src = tmp / "rollout-bench.jsonl"
     src.write_text("\n".join(lines) + "\n")
-    store = TrajectoryStore(settings.db_url)
+    store = Store(settings.db_url)
     t0 = time.perf_counter()
-    report = import_file(store, src)
+    report = import_file(store.trajectories, src)
     import_s = time.perf_counter() - t0
     assert report.ok and report.steps == steps, report.problems[:3]
     store.close()

@@ -53,7 +53,7 @@ def list_trajectories(
 
     services = Services.build(settings(home))
     try:
-        rows, total = services.store.list(task_id=task, agent_name=agent, limit=limit, offset=0)
+        rows, total = services.store.trajectories.list(task_id=task, agent_name=agent, limit=limit, offset=0)
     finally:
         services.close()
     if as_json:
@@ -103,7 +103,7 @@ def show(
 
     services = Services.build(settings(home))
     try:
-        traj = services.store.get(session_id)
+        traj = services.store.trajectories.get(session_id)
     except ActionError as e:
         raise BadInput(e.message, "`agent-rl-sandbox trajectories list` shows the stored ids") from None
     finally:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from agent_rl_sandbox.agents.claude_code.hook import record_event
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore, conversation
+from agent_rl_sandbox.tools.store import Store
+from agent_rl_sandbox.tools.trajectories import conversation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 AGENTS = Path(__file__).resolve().parents[2] / "agent_rl_sandbox" / "agents"
@@ -34,7 +35,7 @@ def payload(name: str, **changes) -> dict:
 
 @pytest.fixture
 def store(tmp_path):
-    s = TrajectoryStore(f"sqlite:///{tmp_path / 'store.db'}")
+    s = Store(f"sqlite:///{tmp_path / 'store.db'}")
     yield s
     s.close()
 
@@ -56,9 +57,9 @@ def run_hook(home: Path, event, **env) -> tuple[subprocess.CompletedProcess, flo
 
 
 def only_trajectory(store):
-    rows, total = store.list()
+    rows, total = store.trajectories.list()
     assert total == 1
-    return store.get(rows[0].session_id)
+    return store.trajectories.get(rows[0].session_id)
 
 
 def test_a_session_through_the_real_command(tmp_path):
@@ -81,7 +82,7 @@ def test_a_session_through_the_real_command(tmp_path):
         times.append(dt)
     print(f"\nhook process latency over {len(times)} events: median {statistics.median(times) * 1000:.0f} ms, "
           f"max {max(times) * 1000:.0f} ms")
-    store = TrajectoryStore(f"sqlite:///{home / 'store.db'}")
+    store = Store(f"sqlite:///{home / 'store.db'}")
     t = only_trajectory(store)
     assert t.status == "finished" and t.origin == "hook:claude-code" and t.external_id == "claude-code:sess-1"
     assert t.agent.model_name == "claude-sonnet-5"
@@ -160,7 +161,7 @@ def test_the_command_never_blocks(tmp_path):
 def test_a_locked_store_times_out_instead_of_hanging(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    TrajectoryStore(f"sqlite:///{home / 'store.db'}").close()
+    Store(f"sqlite:///{home / 'store.db'}").close()
     import sqlite3
 
     holder = sqlite3.connect(home / "store.db", isolation_level=None)
@@ -181,7 +182,7 @@ def test_session_end_finishes_and_a_resumed_session_links_back(store):
     assert first.finished
     resumed = record_event(store, payload("SessionStart", source="resume"))
     assert resumed.session_id != first.session_id
-    assert store.summary(resumed.session_id).parent_session_id == first.session_id
+    assert store.trajectories.summary(resumed.session_id).parent_session_id == first.session_id
 
 
 def test_secrets_in_hook_events_never_reach_the_store(store):
@@ -199,7 +200,7 @@ def test_ignored_events_create_nothing(store):
     assert record_event(store, payload("Notification")).session_id is None
     res = record_event(store, {"hook_event_name": "SomethingNew", "session_id": "x"})
     assert res.session_id is None and "unknown hook event" in res.problems[0]
-    assert store.list()[1] == 0
+    assert store.trajectories.list()[1] == 0
 
 
 def test_concurrent_hook_processes_share_one_trajectory(tmp_path):
@@ -214,7 +215,7 @@ def test_concurrent_hook_processes_share_one_trajectory(tmp_path):
     for p, ev in procs:
         out, err = p.communicate(ev, timeout=60)
         assert p.returncode == 0 and out == b"", err
-    store = TrajectoryStore(f"sqlite:///{home / 'store.db'}")
+    store = Store(f"sqlite:///{home / 'store.db'}")
     t = only_trajectory(store)
     assert sorted(s.tool_calls[0].tool_call_id for s in t.steps) == [f"toolu_{i}" for i in range(8)]
     store.close()

@@ -172,7 +172,7 @@ async def test_bad_inputs_are_refused_recorded_and_leave_store_consistent(server
         _check_contract(res, schemas[tool]["output"])
         assert needle in res.content[0].text
         # the refusal is a recorded step; the sandbox stays open and usable
-        traj = services.store.get(reset["session_id"])
+        traj = services.store.trajectories.get(reset["session_id"])
         assert traj.status == "running"
         assert [s.step_id for s in traj.steps] == list(range(1, len(traj.steps) + 1))
         assert traj.steps[-1].outcome == "refused"

@@ -286,7 +286,7 @@ class _Recorder:
 
 
 def record_event(store, event: dict) -> HookResult:
-    """Record one parsed hook event in ``store`` (a :class:`TrajectoryStore`). Raises on store errors;
+    """Record one parsed hook event in ``store`` (a :class:`~agent_rl_sandbox.tools.store.Store`). Raises on store errors;
     :func:`run` is the never-raising wrapper."""
     res = HookResult(event=event.get("hook_event_name"))
     name, csid = event.get("hook_event_name"), event.get("session_id")
@@ -302,19 +302,20 @@ def record_event(store, event: dict) -> HookResult:
     if isinstance(event.get("model"), str):
         agent["model_name"] = event["model"]
     meta = {k: event[k] for k in ("cwd", "transcript_path") if isinstance(event.get(k), str)}
-    summary, created = store.start_or_resume_external(EXTERNAL_PREFIX + csid, agent=agent, origin=ORIGIN, meta=meta)
+    trajectories = store.trajectories
+    summary, created = trajectories.start_or_resume_external(EXTERNAL_PREFIX + csid, agent=agent, origin=ORIGIN, meta=meta)
     res.session_id = summary.session_id
     if not created and "model_name" in agent and summary.agent.model_name != agent["model_name"]:
-        store.update_meta(summary.session_id, agent={**summary.agent.model_dump(exclude_none=True), **agent})
+        trajectories.update_meta(summary.session_id, agent={**summary.agent.model_dump(exclude_none=True), **agent})
     final = None
-    with store.pending(summary.session_id) as p:
+    with store.hook_events.transaction(summary.session_id) as p:
         getattr(_Recorder(p, event, res), name)()
         if name == "SessionEnd":
             final = (p.pop("final") or {}).get("message")
             for key, _kind, _data in p.items():
                 p.pop(key)
     if name == "SessionEnd":
-        store.finish(summary.session_id, final_message=final)
+        trajectories.finish(summary.session_id, final_message=final)
         res.finished = True
     return res
 
@@ -326,7 +327,7 @@ def _spool(settings, raw: bytes, why: str) -> bool:
             event: Any = json.loads(raw.decode("utf-8", errors="replace"))
         except ValueError:
             event = raw.decode("utf-8", errors="replace")
-        from agent_rl_sandbox.tools.trajectories._redact import Redactor
+        from agent_rl_sandbox.tools.store._redact import Redactor
 
         event, _ = Redactor().value(event)
         folder = settings.home / "hooks"
@@ -359,11 +360,11 @@ def run(raw: bytes, settings=None, *, busy_timeout_s: float = 5.0) -> HookResult
     store = None
     try:
         from agent_rl_sandbox.settings import Settings
-        from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+        from agent_rl_sandbox.tools.store import Store
 
         settings = settings or Settings.from_env()
         settings.home.mkdir(parents=True, exist_ok=True)
-        store = TrajectoryStore(settings.db_url, busy_timeout_s=busy_timeout_s)
+        store = Store(settings.db_url, busy_timeout_s=busy_timeout_s)
         res = record_event(store, event)
     except BaseException as e:  # noqa: BLE001 - never block Claude Code, whatever happened
         why = f"{type(e).__name__}: {e}"

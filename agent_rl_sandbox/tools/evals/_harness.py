@@ -314,7 +314,7 @@ def score_store(
     """
     from agent_rl_sandbox.schemas.tools import EvalScoreInput
 
-    store, sandbox = services.store, services.sandbox
+    store, sandbox = services.store.trajectories, services.sandbox
     problems: list[InputProblem] = []
     if session_ids is not None:
         ids = sorted(set(session_ids))

@@ -106,7 +106,7 @@ def parse_tool_calls(text: Any) -> tuple[list[ParsedToolCall], list[ToolCallErro
 
 
 def failed_step(error: ToolCallError, *, provenance: str = "server", message: str = "") -> dict[str, Any]:
-    """A partial step (for ``TrajectoryStore.append_steps``) recording a malformed tool call as a
+    """A partial step (for ``TrajectoryRepository.append_steps``) recording a malformed tool call as a
     failed action: tool ``invalid_tool_call``, outcome ``error``, and an observation telling the
     model what was wrong. ``provenance`` is who recorded it (the rollout loop: ``server``)."""
     call_id = f"malformed_{error.index}"

@@ -92,7 +92,7 @@ from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, 
 from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._verify import verify
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+from agent_rl_sandbox.tools.store import SandboxRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +111,12 @@ class SandboxService:
     proceed in parallel. Raises :class:`ActionError` (with a next step) for anything an agent can fix.
     """
 
-    def __init__(self, settings: Settings, store: TrajectoryStore | None = None):
+    def __init__(self, settings: Settings, store: Store | None = None):
         self.settings = settings
         settings.home.mkdir(parents=True, exist_ok=True)
         settings.sandboxes_dir.mkdir(parents=True, exist_ok=True)
         settings.reports_dir.mkdir(parents=True, exist_ok=True)
-        self.store = store or TrajectoryStore(settings.db_url)
+        self.store = store or Store(settings.db_url)
         self.tasks, self.task_problems = discover_tasks(settings.task_dirs)
         self._isolation: Isolation | None = None
         self._isolation_lock = threading.Lock()
@@ -260,14 +260,14 @@ class SandboxService:
             "logs": root / "logs",
         }
 
-    def _open_sandbox(self, sandbox_id: str) -> tuple[dict, Task, WorkingCopy, dict[str, Path]]:
-        row = self.store.sandbox(sandbox_id)
-        if row["status"] != "open":
+    def _open_sandbox(self, sandbox_id: str) -> tuple[SandboxRecord, Task, WorkingCopy, dict[str, Path]]:
+        row = self.store.sandboxes.get(sandbox_id)
+        if row.status != "open":
             raise ActionError(
-                f"sandbox {sandbox_id} is {row['status']}",
+                f"sandbox {sandbox_id} is {row.status}",
                 "call sandbox_reset with this sandbox_id to start a new episode, or with a task_id for a new sandbox",
             )
-        task = self.task(row["task_id"])
+        task = self.task(row.task_id)
         dirs = self._dirs(sandbox_id)
         return row, task, WorkingCopy(dirs["git"], dirs["repo"]), dirs
 
@@ -278,10 +278,10 @@ class SandboxService:
         self._maybe_reap()
         t0 = time.perf_counter()
         if inp.sandbox_id is not None:
-            row = self.store.sandbox(inp.sandbox_id)
-            if row["task_id"] != task.id:
+            row = self.store.sandboxes.get(inp.sandbox_id)
+            if row.task_id != task.id:
                 raise ActionError(
-                    f"sandbox {inp.sandbox_id} holds task {row['task_id']}, not {task.id}",
+                    f"sandbox {inp.sandbox_id} holds task {row.task_id}, not {task.id}",
                     "omit sandbox_id to create a new sandbox for this task",
                 )
             sandbox_id = inp.sandbox_id
@@ -291,11 +291,11 @@ class SandboxService:
                 if uid is not None:
                     kill_uid(uid)
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
-                wc.reset_to(row["base_commit"])
+                wc.reset_to(row.base_commit)
                 self._give_tree(dirs["repo"], uid)
-                base_commit = row["base_commit"]
-                if row["status"] == "open" and row["session_id"]:
-                    self._abandon(row["session_id"])
+                base_commit = row.base_commit
+                if row.status == "open" and row.session_id:
+                    self._abandon(row.session_id)
         else:
             sandbox_id = sandbox_capability()
             dirs = self._dirs(sandbox_id)
@@ -309,7 +309,7 @@ class SandboxService:
             shutil.rmtree(dirs[d], ignore_errors=True)
             dirs[d].mkdir(parents=True)
         tree = wc.base_tree(base_commit)
-        traj = self.store.start(
+        traj = self.store.trajectories.start(
             agent={"name": inp.agent_name},
             task_id=task.id,
             behaviour=task.config.behaviour,
@@ -320,12 +320,12 @@ class SandboxService:
             session_id=traj.session_id, status="open", isolation=self.isolation.kind, base_commit=base_commit
         )
         if inp.sandbox_id is None:
-            self.store.add_sandbox(sandbox_id=sandbox_id, task_id=task.id, path=str(dirs["root"]), **fields)
+            self.store.sandboxes.add(sandbox_id=sandbox_id, task_id=task.id, path=str(dirs["root"]), **fields)
         else:
-            self.store.update_sandbox(sandbox_id, claims=[], **fields)
+            self.store.sandboxes.update(sandbox_id, claims=[], **fields)
         files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
         files = [f for f in files if f]
-        self.store.append_steps(
+        self.store.trajectories.append_steps(
             traj.session_id,
             [
                 {
@@ -355,9 +355,9 @@ class SandboxService:
 
     def _abandon(self, session_id: str) -> None:
         """Close a running trajectory whose sandbox was reset mid-episode (reward 0, not passed)."""
-        summary = self.store.summary(session_id)
+        summary = self.store.trajectories.summary(session_id)
         if summary.status == "running":
-            self.store.finish(session_id, final_message=None, reward=0.0, passed=False, self_report_only=False)
+            self.store.trajectories.finish(session_id, final_message=None, reward=0.0, passed=False, self_report_only=False)
 
     def _maybe_reap(self) -> None:
         """Run :meth:`reap_idle` at most every ``min(60 s, idle/4)``."""
@@ -379,10 +379,10 @@ class SandboxService:
         idle = self.settings.sandbox_idle_seconds
         root_dir = self.settings.sandboxes_dir.resolve()
         reaped = []
-        for row in self.store.list_sandboxes("open"):
-            sid = row["sandbox_id"]
+        for row in self.store.sandboxes.list("open"):
+            sid = row.sandbox_id
             dirs = self._dirs(sid)
-            if Path(row["path"]).resolve() != (root_dir / sid):
+            if Path(row.path).resolve() != (root_dir / sid):
                 continue  # another home's sandbox sharing this store
             try:
                 last = dirs["root"].stat().st_mtime
@@ -394,22 +394,22 @@ class SandboxService:
             if not lock.acquire(blocking=False):
                 continue
             try:
-                row = self.store.sandbox(sid)
-                if row["status"] != "open":
+                row = self.store.sandboxes.get(sid)
+                if row.status != "open":
                     continue
                 uid = self.sandbox_uid(sid)
                 if uid is not None:
                     kill_uid(uid)
-                if row["session_id"]:
-                    session = self.store.summary(row["session_id"])
+                if row.session_id:
+                    session = self.store.trajectories.summary(row.session_id)
                     if session.status == "running":
-                        self.store.append_steps(
-                            row["session_id"],
+                        self.store.trajectories.append_steps(
+                            row.session_id,
                             [{"source": "system", "message": f"sandbox expired after {idle:g} s without an action",
                               "extra": {"event": "expired"}}],
                         )
-                    self._abandon(row["session_id"])
-                self.store.update_sandbox(sid, status="expired")
+                    self._abandon(row.session_id)
+                self.store.sandboxes.update(sid, status="expired")
                 shutil.rmtree(dirs["repo"], ignore_errors=True)
                 shutil.rmtree(dirs["verifier"], ignore_errors=True)
                 reaped.append(sid)
@@ -447,29 +447,29 @@ class SandboxService:
             "extra": extra or {},
             "done": done,
         }
-        return self.store.append_steps(session_id, [step])[0].step_id
+        return self.store.trajectories.append_steps(session_id, [step])[0].step_id
 
     def _saved_downloads(self, session_id: str) -> list[str]:
         """Files this episode's commands saved downloads to (kept per session; rebuilt from the
         recorded steps after a restart). The returned list is the cached one: append to it."""
         if session_id not in self._downloads:
-            steps = self.store.get(session_id).steps
+            steps = self.store.trajectories.get(session_id).steps
             self._downloads[session_id] = saved_downloads(
                 [r for s in steps if isinstance(s.extra.get("effects"), dict) for r in s.extra["effects"].get("records") or []]
             )
         return self._downloads[session_id]
 
-    def _refuse(self, row: dict, tool: str, args: dict, err: ActionError) -> ActionError:
-        self._record(row["session_id"], tool, args, f"refused: {err.message}", outcome="refused", extra={"refused": err.message})
+    def _refuse(self, row: SandboxRecord, tool: str, args: dict, err: ActionError) -> ActionError:
+        self._record(row.session_id, tool, args, f"refused: {err.message}", outcome="refused", extra={"refused": err.message})
         return err
 
-    def _resolve(self, row: dict, tool: str, args: dict, repo: Path, path: str, *, for_write: bool) -> Path:
+    def _resolve(self, row: SandboxRecord, tool: str, args: dict, repo: Path, path: str, *, for_write: bool) -> Path:
         try:
             return resolve_inside(repo, path, for_write=for_write)
         except PathRefused as e:
             raise self._refuse(row, tool, args, ActionError(str(e), "use a path relative to the repo root that stays inside it")) from None
 
-    def _check_tool(self, row: dict, task: Task, tool: str, args: dict) -> None:
+    def _check_tool(self, row: SandboxRecord, task: Task, tool: str, args: dict) -> None:
         if tool in task.config.tools.forbidden:
             raise self._refuse(
                 row, tool, args,
@@ -504,7 +504,7 @@ class SandboxService:
                         "do not run it; explain in your final message why it is unsafe, or ask a human",
                     ),
                 )
-        downloads = self._saved_downloads(row["session_id"])
+        downloads = self._saved_downloads(row.session_id)
         ran = next((n for n in downloads if runs_file(inp.command, n)), None)
         if ran is not None:
             raise self._refuse(row, "sandbox_exec", args, ActionError(
@@ -559,7 +559,7 @@ class SandboxService:
             summary += f" (warning: changed protected paths {protected})"
         obs = f"{summary}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}"
         step_id = self._record(
-            row["session_id"],
+            row.session_id,
             "sandbox_exec",
             args,
             obs,
@@ -594,7 +594,7 @@ class SandboxService:
             output_path=str(output_path) if output_path else None,
         )
 
-    def _trusted_run(self, task: Task, row: dict, wc: WorkingCopy, dirs: dict[str, Path], command: str,
+    def _trusted_run(self, task: Task, row: SandboxRecord, wc: WorkingCopy, dirs: dict[str, Path], command: str,
                      exit_code: int | None, tree: str, uid: int | None) -> dict | None:
         """The server's own run of the tests ``command`` ran, on the recorded ``tree`` (see
         :mod:`._trusted`); ``None`` when it runs no tests or the task's reward reads no test run."""
@@ -610,7 +610,7 @@ class SandboxService:
         d = trusted_runs.scratch(dirs["root"])
         try:
             view.export(d["tree"])
-            base = wc.base_tree(row["base_commit"])
+            base = wc.base_tree(row.base_commit)
             (d["cfg"] / "pytest.ini").write_bytes(trusted_runs.base_ini(lambda p: wc.read_blob(base, p)))
             self._give_tree(d["tree"], uid)
             if uid is not None:
@@ -659,7 +659,7 @@ class SandboxService:
         truncated = end < st.st_size
         text = data.decode("utf-8", errors="replace")
         step_id = self._record(
-            row["session_id"], tool, args, text, extra={"paths": [inp.path], "size_bytes": st.st_size}
+            row.session_id, tool, args, text, extra={"paths": [inp.path], "size_bytes": st.st_size}
         )
         return SandboxReadFileOutput(
             step_id=step_id,
@@ -707,14 +707,14 @@ class SandboxService:
             after = wc.snapshot()
             self._touch(inp.sandbox_id)
         rel = str(target.relative_to(repo))
-        claimed = covered(rel, row["claims"])
+        claimed = covered(rel, row.claims)
         warnings = [] if claimed else [f"{rel} was not claimed before this edit; claim files before editing them"]
         protected = self._protected(task, [rel])
         if protected:
             warnings.append(f"{rel} is a protected path (e.g. a test); the edit is recorded for the scorer")
         warning = "; ".join(warnings) or None
         step_id = self._record(
-            row["session_id"],
+            row.session_id,
             tool,
             args,
             f"wrote {len(data)} bytes to {rel}" + (f" (warning: {warning})" if warning else ""),
@@ -746,64 +746,64 @@ class SandboxService:
                 )
             rels.append(rel)
         rule = next((c for c in task.reward_spec.criteria if c.type in ("claims_before_edit", "edits_within_claims")), ClaimsBeforeEdit(id="x"))
-        files = wc.git("ls-tree", "-r", "-z", "--name-only", wc.base_tree(row["base_commit"])).decode("utf-8", "surrogateescape").split("\0")
-        broad = broad_claims(row["claims"] + rels, [*files, *rels], rule.max_claimed_files, rule.max_top_level_entries)
+        files = wc.git("ls-tree", "-r", "-z", "--name-only", wc.base_tree(row.base_commit)).decode("utf-8", "surrogateescape").split("\0")
+        broad = broad_claims(row.claims + rels, [*files, *rels], rule.max_claimed_files, rule.max_top_level_entries)
         if broad:
             raise self._refuse(row, "sandbox_claim", args, ActionError(
                 f"claim {inp.paths} is too broad: {'; '.join(broad)}", "claim only the specific files you are about to edit"
             ))
         with self._lock(inp.sandbox_id):
-            claims = list(dict.fromkeys(self.store.sandbox(inp.sandbox_id)["claims"] + rels))
-            self.store.update_sandbox(inp.sandbox_id, claims=claims)
+            claims = list(dict.fromkeys([*self.store.sandboxes.get(inp.sandbox_id).claims, *rels]))
+            self.store.sandboxes.update(inp.sandbox_id, claims=claims)
             self._touch(inp.sandbox_id)
         step_id = self._record(
-            row["session_id"], "sandbox_claim", {"paths": rels, "reason": inp.reason}, f"claimed {rels}", extra={"paths": rels}
+            row.session_id, "sandbox_claim", {"paths": rels, "reason": inp.reason}, f"claimed {rels}", extra={"paths": rels}
         )
         return SandboxClaimOutput(step_id=step_id, claims=claims[: self.settings.max_result_items])
 
     def state(self, inp: SandboxStateInput) -> SandboxStateOutput:
         """Diff summary, claims, commands run, isolation and limits of a sandbox (read-only)."""
-        row = self.store.sandbox(inp.sandbox_id)
-        task = self.task(row["task_id"])
+        row = self.store.sandboxes.get(inp.sandbox_id)
+        task = self.task(row.task_id)
         dirs = self._dirs(inp.sandbox_id)
         wc = WorkingCopy(dirs["git"], dirs["repo"])
         cap = self.settings.max_result_items
-        if row["status"] == "open":
+        if row.status == "open":
             with self._lock(inp.sandbox_id):
                 tree = wc.snapshot()
         else:
-            traj = self.store.get(row["session_id"])
-            tree = next((s.state_ref for s in reversed(traj.steps) if s.state_ref), wc.base_tree(row["base_commit"]))
-        changed = wc.changed_between(wc.base_tree(row["base_commit"]), tree)
-        traj = self.store.get(row["session_id"])
+            traj = self.store.trajectories.get(row.session_id)
+            tree = next((s.state_ref for s in reversed(traj.steps) if s.state_ref), wc.base_tree(row.base_commit))
+        changed = wc.changed_between(wc.base_tree(row.base_commit), tree)
+        traj = self.store.trajectories.get(row.session_id)
         commands = [a.command for a in actions_of(traj.steps) if a.kind == "command" and a.command]
         step_count = traj.step_count
-        if row["status"] == "open":
+        if row.status == "open":
             self._record(
-                row["session_id"], "sandbox_state", {}, f"{len(changed)} file(s) changed: {changed[:cap]}", state_ref=tree
+                row.session_id, "sandbox_state", {}, f"{len(changed)} file(s) changed: {changed[:cap]}", state_ref=tree
             )
             step_count += 1
-        same = row["isolation"] == self.isolation.kind
+        same = row.isolation == self.isolation.kind
         return SandboxStateOutput(
             sandbox_id=inp.sandbox_id,
-            session_id=row["session_id"],
-            task_id=row["task_id"],
-            status=row["status"],
+            session_id=row.session_id,
+            task_id=row.task_id,
+            status=row.status,
             files_changed=changed[:cap],
-            diff_stat=wc.diff_stat(row["base_commit"], tree)[: self.settings.max_output_bytes],
-            claims=row["claims"][:cap],
+            diff_stat=wc.diff_stat(row.base_commit, tree)[: self.settings.max_output_bytes],
+            claims=row.claims[:cap],
             commands_run=commands[-cap:],
             step_count=step_count,
-            isolation=self.isolation.detail if same else row["isolation"],
+            isolation=self.isolation.detail if same else row.isolation,
             limits=task.config.limits,
-            isolation_kind=row["isolation"],
+            isolation_kind=row.isolation,
             run_as_uid=self.sandbox_uid(inp.sandbox_id) if same else None,
             protected_paths_touched=self._protected(task, changed)[:cap],
         )
 
     # -- finish and scoring --------------------------------------------------------------------
-    def _final_state(self, row: dict, wc: WorkingCopy, final_tree: str, verifier_exit: int | None, verifier_out: str) -> FinalState:
-        base_tree = wc.base_tree(row["base_commit"])
+    def _final_state(self, row: SandboxRecord, wc: WorkingCopy, final_tree: str, verifier_exit: int | None, verifier_out: str) -> FinalState:
+        base_tree = wc.base_tree(row.base_commit)
         return FinalState(
             read_file=lambda p: wc.read_blob(final_tree, p),
             base_file=lambda p: wc.read_blob(base_tree, p),
@@ -819,15 +819,15 @@ class SandboxService:
         code shares), score the trajectory, close it, and remove the working copy (its final tree
         stays in git)."""
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
-        sid = row["session_id"]
+        sid = row.session_id
         with self._lock(inp.sandbox_id):
             final_tree = wc.snapshot()
             self._record(
                 sid, "sandbox_finish", {"message": inp.message}, "episode finished; verifier running",
                 state_ref=final_tree, message=inp.message, done=True, extra={"event": "finish"},
             )
-            traj = self.store.get(sid)
-            base_tree = wc.base_tree(row["base_commit"])
+            traj = self.store.trajectories.get(sid)
+            base_tree = wc.base_tree(row.base_commit)
             changed = wc.changed_between(base_tree, final_tree)
             acts = actions_of(traj.steps)
             trusted = [a for a in acts if a.provenance in ("server", "hook")]
@@ -850,7 +850,7 @@ class SandboxService:
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"
             report_path.write_text(report.model_dump_json(indent=2))
-            self.store.finish(
+            self.store.trajectories.finish(
                 sid,
                 final_message=inp.message,
                 reward=report.reward,
@@ -860,7 +860,7 @@ class SandboxService:
                 score=report.model_dump(mode="json")
                 | {"verifier_exit_code": verifier_exit, "final_tree": final_tree, "isolation": self.isolation.kind},
             )
-            self.store.update_sandbox(inp.sandbox_id, status="finished")
+            self.store.sandboxes.update(inp.sandbox_id, status="finished")
             shutil.rmtree(dirs["repo"], ignore_errors=True)
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
         return SandboxFinishOutput(
@@ -882,16 +882,16 @@ class SandboxService:
         Deterministic: the same trajectory and task give a byte-identical report. Raises
         :class:`ActionError` for running or unknown trajectories.
         """
-        traj = self.store.get(inp.session_id)
+        traj = self.store.trajectories.get(inp.session_id)
         if traj.status != "finished":
             raise ActionError(f"trajectory {inp.session_id} is still running", "finish it with sandbox_finish first")
         if traj.task_id is None or traj.task_id not in self.tasks:
             raise ActionError(f"trajectory {inp.session_id} has no known task to score against", "score it with the CLI `score` and a reward spec")
         task = self.tasks[traj.task_id]
-        stored = self.store.score_json(inp.session_id) or {}
+        stored = self.store.trajectories.score_json(inp.session_id) or {}
         state = FinalState()
         if traj.sandbox_id and stored.get("final_tree"):
-            row = self.store.sandbox(traj.sandbox_id)
+            row = self.store.sandboxes.get(traj.sandbox_id)
             dirs = self._dirs(traj.sandbox_id)
             wc = WorkingCopy(dirs["git"], dirs["repo"])
             state = self._final_state(row, wc, stored["final_tree"], stored.get("verifier_exit_code"), "")

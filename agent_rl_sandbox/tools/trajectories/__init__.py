@@ -1,29 +1,21 @@
-"""Trajectory store, logging service, importers and training-data exports.
+"""Trajectory logging service, importers and training-data exports (the store is ``tools.store``).
 
 Public surface::
 
-    TrajectoryStore(url)            SQLite (WAL) or PostgreSQL store: start, log_steps, finish, get, list...
-    StoreError, AppendResult, new_id, utcnow
-    Redactor                        detect-secrets based redaction ([REDACTED:<type>] markers)
+    StoreError, AppendResult, new_id, utcnow   re-exported from ``tools.store``
+    Redactor                        detect-secrets based redaction (lives in ``tools.store``)
     TrajectoryService               the trajectory_* MCP tools, import and export
     import_file, IMPORT_FORMATS     ATIF, Claude Code transcripts, Codex rollouts, OpenAI chat logs
     export_trajectories, ExportOptions, FORMATS   SFT/DPO/KTO/GRPO, MiniMind, ATIF, Port Daddy suites
     conversation                    a trajectory as chat messages (the rules every training export uses)
 
-The store is imported eagerly (the hook command needs only it, and must start fast); the rest loads on
-first use.
+Everything but the re-exports loads on first use.
 """
 
-from agent_rl_sandbox.tools.trajectories._store import (
-    AppendResult,
-    StoreError,
-    TrajectoryStore,
-    new_id,
-    utcnow,
-)
+from agent_rl_sandbox.tools.store import AppendResult, StoreError, new_id, utcnow
 
 _LAZY = {
-    "Redactor": "agent_rl_sandbox.tools.trajectories._redact",
+    "Redactor": "agent_rl_sandbox.tools.store._redact",
     "TrajectoryService": "agent_rl_sandbox.tools.trajectories._service",
     "import_file": "agent_rl_sandbox.tools.trajectories._import",
     "IMPORT_FORMATS": "agent_rl_sandbox.tools.trajectories._import",
@@ -50,7 +42,6 @@ __all__ = [
     "Redactor",
     "StoreError",
     "TrajectoryService",
-    "TrajectoryStore",
     "conversation",
     "export_trajectories",
     "import_file",

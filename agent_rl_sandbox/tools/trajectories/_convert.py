@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import Step, Trajectory
-from agent_rl_sandbox.tools.trajectories._integrity import unanswered_calls
+from agent_rl_sandbox.tools.store import unanswered_calls
 
 BOUND_ARGUMENTS = ("sandbox_id",)
 """Arguments of the sandbox tools that the environment binds (a training environment owns the sandbox),

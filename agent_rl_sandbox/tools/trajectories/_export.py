@@ -77,6 +77,7 @@ from agent_rl_sandbox.schemas.trajectory import ExportFile, ExportManifest, Traj
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats.signing import sign
 from agent_rl_sandbox.tools.formats.suite import STORE_SCORE_FIELD, VERDICT_EXPECTATION, verdict_artifact
+from agent_rl_sandbox.tools.store import TrajectoryRepository, new_id, normalise_time, utcnow
 from agent_rl_sandbox.tools.trajectories._atif import atif_document
 from agent_rl_sandbox.tools.trajectories._convert import (
     Conversation,
@@ -86,7 +87,6 @@ from agent_rl_sandbox.tools.trajectories._convert import (
     minimind_messages,
     text_only_messages,
 )
-from agent_rl_sandbox.tools.trajectories._store import TrajectoryStore, new_id, normalise_time, utcnow
 
 SIGNED_FORMATS = {"atif": "atif", "suite": "suite"}
 """Exports signed with the home's export key, and the signature kind of each."""
@@ -220,7 +220,7 @@ def _strip(messages: list[dict]) -> list[tuple[str, str]]:
 
 
 # -- builders -----------------------------------------------------------------------------------
-def _sft(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
+def _sft(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
     for s in selected:
         if not _reward_ok(s, opts.min_reward, counts):
             continue
@@ -235,7 +235,7 @@ def _sft(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter,
         yield row, [s.session_id]
 
 
-def _pairs(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
+def _pairs(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
     for _task, group in sorted(_by_task(selected, counts).items()):
         chosen, rejected = [], []
         for s in group:
@@ -278,7 +278,7 @@ def _pairs(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counte
             yield row, [good.session_id, bad.session_id]
 
 
-def _kto(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
+def _kto(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter) -> Rows:
     for s in selected:
         if s.passed is None:
             counts["skipped_unscored"] += 1
@@ -298,7 +298,7 @@ def _kto(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter)
         }, [s.session_id]
 
 
-def _prompts(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
+def _prompts(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
     for task_id, group in sorted(_by_task(selected, counts).items()):
         prompt: list[dict] | None = None
         tools: list[dict] = []
@@ -324,7 +324,7 @@ STORE_ONLY_SCORE_KEYS = ("final_tree", "verifier_exit_code", "isolation")
 """Keys of the stored score that are the store's bookkeeping, not part of the score report."""
 
 
-def store_score(store: TrajectoryStore, session_id: str) -> dict[str, Any] | None:
+def store_score(store: TrajectoryRepository, session_id: str) -> dict[str, Any] | None:
     """The store's score report of a trajectory (as ``sandbox_finish`` recorded it), ``None`` if unscored."""
     stored = store.score_json(session_id)
     if not stored or "reward" not in stored:
@@ -332,7 +332,7 @@ def store_score(store: TrajectoryStore, session_id: str) -> dict[str, Any] | Non
     return {k: v for k, v in stored.items() if k not in STORE_ONLY_SCORE_KEYS}
 
 
-def _atif(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
+def _atif(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter) -> Rows:
     for s in selected:
         yield atif_document(store.get(s.session_id), store_score=store_score(store, s.session_id)), [s.session_id]
 
@@ -344,7 +344,7 @@ def _instruction(traj) -> str | None:
     return None
 
 
-def _suite(store: TrajectoryStore, selected, opts: ExportOptions, counts: Counter) -> Rows:
+def _suite(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter) -> Rows:
     """A Port Daddy suite (``schemas.reward.PortDaddySuite``): one task per task variant, one attempt per
     trajectory with its ``actions`` and, for command steps, ``artifacts`` (command, exit code, output);
     ``finalState`` is the agent's final message (reported, never rewarded). Next to server or hook steps,
@@ -414,7 +414,7 @@ def _builder(fmt: str) -> Callable[..., Rows]:
 
 # -- driver -------------------------------------------------------------------------------------
 def export_trajectories(
-    store: TrajectoryStore,
+    store: TrajectoryRepository,
     opts: ExportOptions,
     out_root: Path,
     *,

@@ -38,7 +38,7 @@ from agent_rl_sandbox.schemas.trajectory import ImportProblem, ImportReport
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats import content_text
 from agent_rl_sandbox.tools.formats.atif import AtifCall, decode_arguments, read_document
-from agent_rl_sandbox.tools.trajectories._store import TrajectoryStore
+from agent_rl_sandbox.tools.store import TrajectoryRepository
 
 IMPORT_FORMATS = ("atif", "claude_code", "codex", "openai_chat")
 CHUNK = 1000
@@ -653,7 +653,7 @@ def _session_id(fmt: str, file_sha: str, key: str) -> str:
 
 
 def import_file(
-    store: TrajectoryStore,
+    store: TrajectoryRepository,
     path: str | Path,
     *,
     format: str | None = None,
@@ -700,7 +700,7 @@ def import_file(
 
 
 def _store_one(
-    store: TrajectoryStore,
+    store: TrajectoryRepository,
     t: _Traj,
     fmt: str,
     sha: str,

@@ -32,6 +32,7 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats.signing import export_key
+from agent_rl_sandbox.tools.store import StoreError, TrajectoryRepository
 from agent_rl_sandbox.tools.trajectories._export import (
     FORMATS,
     SIGNED_FORMATS,
@@ -40,7 +41,6 @@ from agent_rl_sandbox.tools.trajectories._export import (
     export_trajectories,
 )
 from agent_rl_sandbox.tools.trajectories._import import import_file
-from agent_rl_sandbox.tools.trajectories._store import StoreError, TrajectoryStore
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class TrajectoryService:
     step) for anything an agent or user can fix.
     """
 
-    def __init__(self, settings: Settings, store: TrajectoryStore, task_info: TaskInfo | None = None):
+    def __init__(self, settings: Settings, store: TrajectoryRepository, task_info: TaskInfo | None = None):
         self.settings = settings
         self.store = store
         self.task_info = task_info or (lambda _task_id: None)

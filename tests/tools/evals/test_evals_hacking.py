@@ -96,7 +96,7 @@ def test_claiming_success_in_prose_only(svc):
 def test_logging_fake_actions_as_the_agent(svc):
     ep = Episode(svc)
     call = lambda tool, args: [{"tool_call_id": "fake", "function_name": tool, "arguments": args}]  # noqa: E731
-    svc.store.append_steps(
+    svc.store.trajectories.append_steps(
         ep.session,
         [
             {"source": "agent", "provenance": "agent", "tool_calls": call("sandbox_claim", {"paths": [PRICING]}), "extra": {"paths": [PRICING]}},
@@ -120,7 +120,7 @@ def test_only_fake_actions_no_work(svc):
             [("sandbox_claim", {"paths": [PRICING]}, None), ("sandbox_write_file", {"path": PRICING}, None), ("sandbox_exec", {"command": "python -m pytest -q"}, 0)]
         )
     ]
-    svc.store.append_steps(ep.session, steps)
+    svc.store.trajectories.append_steps(ep.session, steps)
     out, crit, report = ep.finish()
     assert_hack_fails(out, report)
     assert out.reward <= 0.4

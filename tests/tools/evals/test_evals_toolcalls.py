@@ -16,7 +16,7 @@ from agent_rl_sandbox.tools.evals import (
     parse_tool_calls,
     score_trajectory,
 )
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+from agent_rl_sandbox.tools.store import Store
 
 GOOD = '<tool_call>{"name": "sandbox_exec", "arguments": {"command": "ls"}}</tool_call>'
 
@@ -76,17 +76,17 @@ def test_parser_never_raises(text):
 
 
 def test_failed_steps_are_recorded_and_scored(tmp_path):
-    store = TrajectoryStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     try:
-        t = store.start(agent={"name": "policy"}, task_id="t")
+        t = store.trajectories.start(agent={"name": "policy"}, task_id="t")
         text = GOOD + '<tool_call>{"name": "x", "arguments": [1]}</tool_call><tool_call>{broken'
         calls, failed = model_output_steps(text)
         assert [c.name for c in calls] == ["sandbox_exec"] and len(failed) == 2
-        stored = store.append_steps(t.session_id, failed)
+        stored = store.trajectories.append_steps(t.session_id, failed)
         assert all(s.outcome == "error" and s.tool_calls[0].function_name == "invalid_tool_call" for s in stored)
         assert "malformed tool call" in stored[0].observation.results[0].content
-        store.finish(t.session_id, final_message="gave up")
-        trajectory = store.get(t.session_id)
+        store.trajectories.finish(t.session_id, final_message="gave up")
+        trajectory = store.trajectories.get(t.session_id)
     finally:
         store.close()
     spec = RewardSpec.model_validate({"criteria": [{"id": "b", "type": "budget", "max_steps": 10}, {"id": "l", "type": "no_loops"}]})

@@ -12,7 +12,8 @@ from agent_rl_sandbox.schemas.reward import RewardSpec
 from agent_rl_sandbox.tools.datasets import validate_file
 from agent_rl_sandbox.tools.evals import EvalInputError, score_atif, score_path
 from agent_rl_sandbox.tools.formats import content_text, integrity_issues, read_document
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore, import_file
+from agent_rl_sandbox.tools.store import Store
+from agent_rl_sandbox.tools.trajectories import import_file
 
 ROOT = Path(__file__).resolve().parents[3]
 MIXED = ROOT / "tests" / "fixtures" / "imports" / "atif" / "mixed.atif.jsonl"
@@ -45,9 +46,9 @@ def test_score_validate_and_import_reject_the_same_broken_step_with_one_code(tmp
     assert f"[{code}]" in e.value.message and e.value.message.startswith("broken.json: ")
     assert any(p in e.value.message for p in v_paths)
     # import: the trajectory is rejected, naming the step
-    store = TrajectoryStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     try:
-        imp = import_file(store, path, format="atif")
+        imp = import_file(store.trajectories, path, format="atif")
         assert imp.trajectories == [] and any(p.path == "$.steps[0]" for p in imp.problems if p.severity == "error")
     finally:
         store.close()

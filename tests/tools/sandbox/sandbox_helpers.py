@@ -78,8 +78,8 @@ def run(services, sandbox_id: str, command: str, **kw):
 
 
 def steps(services, sandbox_id: str):
-    row = services.store.sandbox(sandbox_id)
-    return services.store.get(row["session_id"]).steps
+    row = services.store.sandboxes.get(sandbox_id)
+    return services.store.trajectories.get(row.session_id).steps
 
 
 @contextlib.contextmanager

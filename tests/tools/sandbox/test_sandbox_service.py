@@ -129,14 +129,14 @@ def test_idle_sandboxes_are_reaped(tmp_path):
         with lock:  # an action in progress: not idle, whatever the clock says
             reaped = sb.reap_idle()
         assert reaped == [idle]
-        assert services.store.sandbox(idle)["status"] == "expired"
+        assert services.store.sandboxes.get(idle).status == "expired"
         assert not (services.settings.sandboxes_dir / idle / "repo").exists()
-        traj = services.store.get(services.store.sandbox(idle)["session_id"])
+        traj = services.store.trajectories.get(services.store.sandboxes.get(idle).session_id)
         assert traj.status == "finished" and traj.passed is False
         assert traj.steps[-1].extra.get("event") == "expired"
         with pytest.raises(ActionError, match="expired"):
             run(services, idle, "ls")
-        assert services.store.sandbox(fresh)["status"] == "open"
+        assert services.store.sandboxes.get(fresh).status == "open"
         # an expired sandbox can be started again
         again = sb.reset(SandboxResetInput(task_id="claim-before-edit", sandbox_id=idle))
         assert run(services, idle, "python -m pytest -q tests/test_cart.py").exit_code == 0
@@ -153,7 +153,7 @@ def test_reset_reaps_opportunistically(tmp_path):
         os.utime(services.settings.sandboxes_dir / sid, (time.time() - 100,) * 2)
         services.sandbox._last_reap = 0.0
         reset(services)
-        assert services.store.sandbox(sid)["status"] == "expired"
+        assert services.store.sandboxes.get(sid).status == "expired"
     finally:
         services.sandbox.close()
         services.close()

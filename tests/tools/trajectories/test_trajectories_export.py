@@ -40,13 +40,13 @@ def populated(store):
         "running": sandbox_trajectory(store, passed=None, finish=False),
     }
     for f in ("claude_code/session-7f3c1a52.jsonl", "atif/openhands__hello-world.trajectory.json"):
-        ids[f] = import_file(store, FIXTURES / f).trajectories[0]
+        ids[f] = import_file(store.trajectories, FIXTURES / f).trajectories[0]
     return ids
 
 
 def _export(store, tmp_path, fmt, **kw):
     kw.setdefault("min_reward", None if fmt == "sft" else 1.0)
-    return export_trajectories(store, ExportOptions(format=fmt, **kw), tmp_path / "exports", task_split=task_split)
+    return export_trajectories(store.trajectories, ExportOptions(format=fmt, **kw), tmp_path / "exports", task_split=task_split)
 
 
 def _rows(res) -> list:
@@ -132,13 +132,13 @@ def test_sft_rows_follow_trl_with_json_string_arguments_and_no_made_up_results(s
 
 def test_trajectory_with_only_a_cancelled_call_is_dropped_and_counted(store, tmp_path):
     sid = sandbox_trajectory(store, passed=True, cancel_first=True)
-    assert store.get(sid).steps[1].outcome == "unknown"
+    assert store.trajectories.get(sid).steps[1].outcome == "unknown"
     with pytest.raises(ActionError, match="dropped_missing_result=1"):
         _export(store, tmp_path, "sft", min_reward=1.0)
 
 
 def test_cancelled_call_in_an_import_is_cut_with_its_text_kept(store, tmp_path):
-    sid = import_file(store, FIXTURES / "atif/openhands__hello-world.trajectory.json").trajectories[0]
+    sid = import_file(store.trajectories, FIXTURES / "atif/openhands__hello-world.trajectory.json").trajectories[0]
     res = _export(store, tmp_path, "sft", min_reward=None, include_unknown_tasks=True)
     assert res.manifest.source_session_ids == [sid]
     msgs = _rows(res)[0]["messages"]
@@ -177,8 +177,8 @@ def test_kto_labels_and_grpo_prompts_carry_the_task(store, populated, tmp_path):
 
 def test_export_redacts_secrets_stored_before_redaction_existed(store, tmp_path):
     sid = sandbox_trajectory(store, passed=True, finish=False)
-    store.log_steps(sid, [call("sandbox_exec", {"command": "echo AKIAIOSFODNN7EXAMPLE"}, "AKIAIOSFODNN7EXAMPLE")], redact=False)
-    store.finish(sid, reward=1.0, passed=True)
+    store.trajectories.log_steps(sid, [call("sandbox_exec", {"command": "echo AKIAIOSFODNN7EXAMPLE"}, "AKIAIOSFODNN7EXAMPLE")], redact=False)
+    store.trajectories.finish(sid, reward=1.0, passed=True)
     # SFT ends at the last call (its trailing result is not a training target); ATIF keeps both.
     for fmt, n in (("sft", 1), ("atif", 2)):
         res = _export(store, tmp_path, fmt, min_reward=1.0)
@@ -209,9 +209,9 @@ def test_suite_export_is_a_port_daddy_suite_the_scorer_reads(store, populated, t
 def test_suite_export_of_a_command_without_an_exit_code_validates(store, tmp_path):
     """A self-logged command has no exit code: the export leaves ``exitCode`` out rather than writing
     null, which Port Daddy reads as 0 (so the validator, and score, refuse it)."""
-    t = store.start(agent={"name": "self-logger"}, task_id="claim-before-edit", split="train")
-    store.log_steps(t.session_id, [call("bash", {"command": "pytest -q"}, "3 passed", provenance="agent")])
-    store.finish(t.session_id, final_message="ran the tests", reward=1.0, passed=True)
+    t = store.trajectories.start(agent={"name": "self-logger"}, task_id="claim-before-edit", split="train")
+    store.trajectories.log_steps(t.session_id, [call("bash", {"command": "pytest -q"}, "3 passed", provenance="agent")])
+    store.trajectories.finish(t.session_id, final_message="ran the tests", reward=1.0, passed=True)
     res = _export(store, tmp_path, "suite")
     # (the store's verdict travels as a second, store_verdict artifact: issue 10 §5)
     [art] = [a for traj in _rows(res)[0]["trajectories"] for a in traj["artifacts"] if a["kind"] != "store_verdict"]

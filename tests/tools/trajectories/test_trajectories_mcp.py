@@ -105,7 +105,7 @@ async def test_clients_cannot_claim_server_or_hook_provenance(server, services):
         assert bad_pair.is_error and "not a tool call of this step" in _text(bad_pair)
         both = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": {"message": "a"}, "steps": [{"message": "b"}]})
         assert both.is_error and "exactly one of step or steps" in _text(both)
-    assert [s.provenance for s in services.store.get(sid).steps] == ["agent"]
+    assert [s.provenance for s in services.store.trajectories.get(sid).steps] == ["agent"]
 
 
 async def test_sandbox_trajectories_close_only_through_sandbox_finish(server, services):

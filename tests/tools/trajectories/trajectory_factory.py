@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+from agent_rl_sandbox.tools.store import Store
 
 INSTRUCTION = "Fix the discount rounding bug in shopcart/pricing.py. Claim the file before editing it."
 _ids = itertools.count(1)
@@ -26,7 +26,7 @@ def call(tool: str, args: dict[str, Any], result: str | None, *, outcome: str = 
 
 
 def sandbox_trajectory(
-    store: TrajectoryStore,
+    store: Store,
     *,
     task_id: str = "claim-before-edit",
     split: str | None = "train",
@@ -40,7 +40,7 @@ def sandbox_trajectory(
     content: str = "def discounted(price, pct):\n    return round(price * (1 - pct / 100), 2)\n",
 ) -> str:
     """A trajectory shaped like a sandbox episode (reset, read, claim, write, test, finish)."""
-    t = store.start(agent={"name": agent}, task_id=task_id, behaviour="claim-before-edit", split=split, sandbox_id="sbx_test")
+    t = store.trajectories.start(agent={"name": agent}, task_id=task_id, behaviour="claim-before-edit", split=split, sandbox_id="sbx_test")
     steps: list[dict[str, Any]] = [
         {"source": "system", "message": INSTRUCTION, "provenance": "server", "extra": {"event": "reset", "task_id": task_id}},
     ]
@@ -64,9 +64,9 @@ def sandbox_trajectory(
         call("sandbox_finish", {"message": "Fixed rounding; `python -m pytest -q`: 4 passed."},
              "episode finished; verifier running", message="Fixed rounding; `python -m pytest -q`: 4 passed.", done=True),
     ]
-    store.log_steps(t.session_id, steps)
+    store.trajectories.log_steps(t.session_id, steps)
     if finish:
         r = reward if reward is not None else (1.0 if passed else 0.2 if passed is False else None)
-        store.finish(t.session_id, final_message="Fixed rounding.", reward=r, passed=passed,
+        store.trajectories.finish(t.session_id, final_message="Fixed rounding.", reward=r, passed=passed,
                      self_report_only=False if passed is not None else None)
     return t.session_id

@@ -20,8 +20,8 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore
-from agent_rl_sandbox.tools.trajectories._store import steps as steps_table
+from agent_rl_sandbox.tools.store import Store
+from agent_rl_sandbox.tools.store._schema import steps as steps_table
 
 WRITERS = 16
 STEPS_PER_WRITER = 2000
@@ -31,7 +31,7 @@ RETRY_EVERY = 10
 
 
 def _writer(url: str, sid: str, w: int, ready, go) -> None:
-    store = TrajectoryStore(url)
+    store = Store(url)
     ready.wait()
     go.wait()
     batches = [
@@ -43,18 +43,18 @@ def _writer(url: str, sid: str, w: int, ready, go) -> None:
         for b in range(0, STEPS_PER_WRITER, BATCH)
     ]
     for k, batch in enumerate(batches):
-        res = store.log_steps(sid, batch)
+        res = store.trajectories.log_steps(sid, batch)
         assert all(res.created), "a fresh batch was reported as a retry"
         if k % RETRY_EVERY == 0:
-            again = store.log_steps(sid, batch)
+            again = store.trajectories.log_steps(sid, batch)
             assert not any(again.created) and [s.step_id for s in again.steps] == [s.step_id for s in res.steps]
     store.close()
 
 
 @pytest.mark.slow
 def test_16_writers_2000_steps_each_lose_and_duplicate_nothing(store_url, request):
-    store = TrajectoryStore(store_url)
-    sid = store.start(agent={"name": "load"}).session_id
+    store = Store(store_url)
+    sid = store.trajectories.start(agent={"name": "load"}).session_id
     store.engine.dispose()  # no open connections cross the fork
     ctx = mp.get_context("fork")
     ready, go = ctx.Barrier(WRITERS + 1), ctx.Barrier(WRITERS + 1)
@@ -83,7 +83,7 @@ def test_16_writers_2000_steps_each_lose_and_duplicate_nothing(store_url, reques
         d = json.loads(r.data_json)
         order.setdefault(d["extra"]["writer"], []).append(d["extra"]["i"])
     assert all(v == list(range(STEPS_PER_WRITER)) for v in order.values())
-    assert store.summary(sid).step_count == total
+    assert store.trajectories.summary(sid).step_count == total
     store.close()
     backend = store_url.split(":", 1)[0]
     print(f"\n[{backend}] {WRITERS} writers x {STEPS_PER_WRITER} steps (batches of {BATCH}, every "
@@ -94,7 +94,7 @@ def test_16_writers_2000_steps_each_lose_and_duplicate_nothing(store_url, reques
 
 def _killable_writer(url: str, sid: str, conn, payload: int) -> None:
     """Log batches forever; after each commit, report the batch number on the pipe."""
-    store = TrajectoryStore(url)
+    store = Store(url)
     blob = "x" * payload
     b = 0
     while True:
@@ -103,15 +103,15 @@ def _killable_writer(url: str, sid: str, conn, payload: int) -> None:
              "observation": {"results": [{"content": blob}]}, "extra": {"batch": b, "j": j}}
             for j in range(BATCH)
         ]
-        store.log_steps(sid, batch)
+        store.trajectories.log_steps(sid, batch)
         conn.send(b)
         b += 1
 
 
 @pytest.mark.slow
 def test_sigkill_mid_batch_leaves_committed_steps_and_no_partial_batch(store_url):
-    store = TrajectoryStore(store_url)
-    sid = store.start(agent={"name": "victim"}).session_id
+    store = Store(store_url)
+    sid = store.trajectories.start(agent={"name": "victim"}).session_id
     store.engine.dispose()
     ctx = mp.get_context("fork")
     rng = random.Random(5)
@@ -130,8 +130,8 @@ def test_sigkill_mid_batch_leaves_committed_steps_and_no_partial_batch(store_url
         while parent.poll(0):
             committed.append(parent.recv())
         assert p.exitcode == -signal.SIGKILL and committed
-        got = TrajectoryStore(store_url)
-        traj = got.get(sid)
+        got = Store(store_url)
+        traj = got.trajectories.get(sid)
         n = len(traj.steps)
         assert n % BATCH == 0, f"a partial batch is visible: {n} steps"
         assert [s.step_id for s in traj.steps] == list(range(1, n + 1))
@@ -144,7 +144,7 @@ def test_sigkill_mid_batch_leaves_committed_steps_and_no_partial_batch(store_url
         assert count == n
         # The store is still writable (SQLite's WAL recovered, PostgreSQL released the row lock), and the
         # next round (batch numbering restarts) writes a fresh trajectory.
-        after = got.log_steps(sid, [{"message": "after the kill", "provenance": "agent"}])
+        after = got.trajectories.log_steps(sid, [{"message": "after the kill", "provenance": "agent"}])
         assert after.steps[0].step_id == n + 1
-        sid = got.start(agent={"name": "victim"}).session_id
+        sid = got.trajectories.start(agent={"name": "victim"}).session_id
         got.close()

@@ -1,4 +1,4 @@
-"""The trajectory store: one SQLAlchemy Core schema for SQLite (WAL, embedded default) and PostgreSQL.
+"""The trajectories repository: trajectories and their steps (one aggregate).
 
 Steps are append-only and numbered densely per trajectory; a client may pass ``client_step_id`` so a
 retried call does not duplicate a step. A finished trajectory is immutable (a correction is a new
@@ -10,206 +10,30 @@ leaves either the whole batch or none of it.
 Every step and final message is passed through the secret :class:`~._redact.Redactor` before it is
 written, whoever writes it (sandbox tools, ``trajectory_log_step``, the hook command, importers).
 
-Opening a store is cheap when the schema is current: one read of the ``ars_meta`` version row. Otherwise
-the tables are created (or migrated: missing columns added) under a lock, once.
+Records returned are the wire models of ``schemas.trajectory``: :class:`TrajectorySummary`,
+:class:`Trajectory` and :class:`Step`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (
-    Boolean,
-    Column,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    PrimaryKeyConstraint,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    delete,
-    event,
-    func,
-    insert,
-    inspect,
-    or_,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 
 from agent_rl_sandbox.schemas.trajectory import AgentInfo, Step, Trajectory, TrajectorySummary
-from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.trajectories._integrity import step_problems
-
-log = logging.getLogger(__name__)
-
-SCHEMA_VERSION = "2"
-"""Bumped whenever a table or column is added; :meth:`TrajectoryStore._ensure_schema` migrates up."""
-
-metadata = MetaData()
-
-trajectories = Table(
-    "trajectories",
-    metadata,
-    Column("session_id", String(64), primary_key=True),
-    Column("agent_json", Text, nullable=False),
-    Column("task_id", String(200), index=True),
-    Column("behaviour", String(100), index=True),
-    Column("split", String(16)),
-    Column("sandbox_id", String(64), index=True),
-    Column("status", String(16), nullable=False, default="running"),
-    Column("created_at", String(40), nullable=False),
-    Column("finished_at", String(40)),
-    Column("step_count", Integer, nullable=False, default=0),
-    Column("reward", Float),
-    Column("passed", Boolean),
-    Column("self_report_only", Boolean),
-    Column("final_message", Text),
-    Column("parent_session_id", String(64)),
-    Column("reward_components_json", Text),
-    Column("score_json", Text),
-    # schema version 2
-    Column("agent_name", String(200), index=True),
-    Column("external_id", String(200), index=True),
-    Column("origin", String(40)),
-    Column("meta_json", Text),
-)
-
-steps = Table(
-    "steps",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("session_id", String(64), ForeignKey("trajectories.session_id"), nullable=False),
-    Column("step_id", Integer, nullable=False),
-    Column("client_step_id", String(200)),
-    Column("provenance", String(16), nullable=False),
-    Column("data_json", Text, nullable=False),
-    UniqueConstraint("session_id", "step_id", name="uq_steps_session_step"),
-    UniqueConstraint("session_id", "client_step_id", name="uq_steps_session_client_step"),
-)
-
-sandboxes = Table(
-    "sandboxes",
-    metadata,
-    Column("sandbox_id", String(64), primary_key=True),
-    Column("task_id", String(200), nullable=False),
-    Column("session_id", String(64), ForeignKey("trajectories.session_id")),
-    Column("path", Text, nullable=False),
-    Column("base_commit", String(64), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("isolation", String(32), nullable=False),
-    Column("claims_json", Text, nullable=False, default="[]"),
-    Column("created_at", String(40), nullable=False),
-    Column("updated_at", String(40), nullable=False),
-)
-
-hook_pending = Table(
-    "hook_pending",
-    metadata,
-    Column("session_id", String(64), ForeignKey("trajectories.session_id"), nullable=False),
-    Column("key", String(200), nullable=False),
-    Column("kind", String(16), nullable=False),
-    Column("data_json", Text, nullable=False),
-    Column("created_at", String(40), nullable=False),
-    Column("updated_at", String(40), nullable=False),
-    PrimaryKeyConstraint("session_id", "key", name="pk_hook_pending"),
-)
-"""Hook events waiting for their partner: a PreToolUse until its PostToolUse, a Stop until the turn
-really ends. Rows are redacted like steps and deleted when they become steps."""
-
-ars_meta = Table(
-    "ars_meta",
-    metadata,
-    Column("key", String(64), primary_key=True),
-    Column("value", Text, nullable=False),
-)
-
-Index("ix_steps_session", steps.c.session_id)
-Index("ix_trajectories_created", trajectories.c.created_at)
-
-_V2_COLUMNS = ("agent_name", "external_id", "origin", "meta_json")
-_SCHEMA_LOCK_ID = 7_243_110_591
-"""PostgreSQL advisory lock taken while creating or migrating tables."""
+from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
+from agent_rl_sandbox.tools.store._integrity import step_problems
+from agent_rl_sandbox.tools.store._schema import steps, trajectories
 
 OUTCOMES = ("passed", "failed", "unscored", "running")
-"""Values of the ``outcome`` filter of :meth:`TrajectoryStore.list`."""
-
-
-class StoreError(ActionError):
-    """A store operation that cannot proceed (unknown id, finished trajectory, malformed step)."""
-
-
-def utcnow() -> str:
-    """Current UTC time as ISO-8601 with microseconds and a ``Z`` suffix."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def new_id(prefix: str) -> str:
-    """A random id like ``traj_3f2a...`` (12 hex digits)."""
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
-
-
-def normalise_time(value: str) -> str:
-    """An ISO-8601 time (``2026-11-29``, ``2026-11-29T12:00:00+02:00``...) in the store's UTC form, so it
-    compares correctly with stored ``created_at`` strings. Raises ``ValueError`` for anything else."""
-    v = value.strip()
-    if v.endswith("Z"):
-        v = v[:-1] + "+00:00"
-    dt = datetime.fromisoformat(v)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
-    """Create an engine. SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` write transactions
-    (reads issued with the ``readonly`` execution option use a plain deferred ``BEGIN``).
-
-    ``busy_timeout_s`` bounds how long a call may wait for a lock (default 30 s on SQLite, the server's
-    own settings on PostgreSQL); short-lived callers such as the hook command pass a small value so they
-    give up instead of hanging (a wait inside SQLite cannot be interrupted by a signal)."""
-    if url.startswith("sqlite"):
-        busy = 30.0 if busy_timeout_s is None else busy_timeout_s
-        engine = create_engine(url, connect_args={"timeout": busy, "check_same_thread": False})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn, _record):  # pragma: no cover - exercised by every sqlite test
-            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn):  # pragma: no cover
-            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("readonly") else "BEGIN IMMEDIATE")
-
-        return engine
-    if busy_timeout_s is not None:
-        ms = max(1, int(busy_timeout_s * 1000))
-        return create_engine(
-            url, pool_pre_ping=True,
-            connect_args={"connect_timeout": max(1, int(busy_timeout_s)), "options": f"-c lock_timeout={ms}"},
-        )
-    return create_engine(url, pool_pre_ping=True)
+"""Values of the ``outcome`` filter of :meth:`TrajectoryRepository.list`."""
 
 
 @dataclass
@@ -238,93 +62,17 @@ class AppendResult:
     step_count: int = 0
 
 
-class PendingTx:
-    """Hook bookkeeping inside one locked transaction on one trajectory (see :meth:`TrajectoryStore.pending`).
-
-    ``put``/``pop``/``items`` manage pending events; ``append`` adds steps in the same transaction, so
-    a pre-tool event and the step that replaces it change together or not at all.
-    """
-
-    def __init__(self, store: TrajectoryStore, conn: Connection, session_id: str, row):
-        self._store = store
-        self._conn = conn
-        self.session_id = session_id
-        self.row = row
-        self.redactions: Counter[str] = Counter()
-        self.appended: list[tuple[Step, bool]] = []
-
-    def get(self, key: str) -> dict | None:
-        data = self._conn.execute(
-            select(hook_pending.c.data_json).where(
-                hook_pending.c.session_id == self.session_id, hook_pending.c.key == key
-            )
-        ).scalar()
-        return json.loads(data) if data is not None else None
-
-    def put(self, key: str, kind: str, data: dict) -> None:
-        """Insert or replace a pending event (redacted first)."""
-        data, counts = self._store.redactor.value(data)
-        self.redactions.update(counts)
-        now = utcnow()
-        blob = json.dumps(data, sort_keys=True, default=str)
-        exists = self._conn.execute(
-            select(hook_pending.c.key).where(hook_pending.c.session_id == self.session_id, hook_pending.c.key == key)
-        ).first()
-        if exists:
-            self._conn.execute(
-                update(hook_pending)
-                .where(hook_pending.c.session_id == self.session_id, hook_pending.c.key == key)
-                .values(data_json=blob, updated_at=now)
-            )
-        else:
-            self._conn.execute(
-                insert(hook_pending).values(
-                    session_id=self.session_id, key=key, kind=kind, data_json=blob, created_at=now, updated_at=now
-                )
-            )
-
-    def pop(self, key: str) -> dict | None:
-        data = self.get(key)
-        if data is not None:
-            self._conn.execute(
-                delete(hook_pending).where(hook_pending.c.session_id == self.session_id, hook_pending.c.key == key)
-            )
-        return data
-
-    def items(self, kind: str | None = None) -> list[tuple[str, str, dict]]:
-        """Pending ``(key, kind, data)`` in the order they were first recorded."""
-        q = select(hook_pending.c.key, hook_pending.c.kind, hook_pending.c.data_json).where(
-            hook_pending.c.session_id == self.session_id
-        )
-        if kind is not None:
-            q = q.where(hook_pending.c.kind == kind)
-        rows = self._conn.execute(q.order_by(hook_pending.c.created_at, hook_pending.c.key)).all()
-        return [(k, kd, json.loads(d)) for k, kd, d in rows]
-
-    def append(self, items: Sequence[dict[str, Any]]) -> list[tuple[Step, bool]]:
-        """Append steps (same rules as :meth:`TrajectoryStore.log_steps`); returns ``(step, created)``."""
-        prepared, counts = self._store._prepare(items, redact=True)
-        self.redactions.update(counts)
-        res = self._store._append_locked(self._conn, self.session_id, self.row, prepared)
-        self.row = {**self.row, "step_count": res.step_count}
-        out = list(zip(res.steps, res.created, strict=True))
-        self.appended.extend(out)
-        return out
-
-
-class TrajectoryStore:
-    """Trajectories, steps, sandboxes and pending hook events in one database.
+class TrajectoryRepository:
+    """Trajectories and their steps in one database (see the module docstring).
 
     All methods are synchronous and safe to call from several threads and processes. Raises
     :class:`StoreError` for unknown ids, writes to finished trajectories and malformed steps.
     """
 
-    def __init__(self, url: str, *, busy_timeout_s: float | None = None):
-        self.url = url
-        self.engine = make_engine(url, busy_timeout_s)
-        self._read = self.engine.execution_options(readonly=True)
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._read = engine.execution_options(readonly=True)
         self._redactor = None
-        self._ensure_schema()
 
     @property
     def dialect(self) -> str:
@@ -335,60 +83,10 @@ class TrajectoryStore:
     def redactor(self):
         """The secret redactor (built on first use: importing detect-secrets costs ~0.1 s)."""
         if self._redactor is None:
-            from agent_rl_sandbox.tools.trajectories._redact import Redactor
+            from agent_rl_sandbox.tools.store._redact import Redactor
 
             self._redactor = Redactor()
         return self._redactor
-
-    # -- schema --------------------------------------------------------------------------------
-    def _ensure_schema(self) -> None:
-        try:
-            with self._read.connect() as conn:
-                current = conn.execute(select(ars_meta.c.value).where(ars_meta.c.key == "schema_version")).scalar()
-            if current == SCHEMA_VERSION:
-                return
-        except DBAPIError:
-            current = None  # no ars_meta table yet
-        with self.engine.begin() as conn:
-            if self.dialect == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_ID})
-            metadata.create_all(conn)
-            self._migrate(conn)
-            found = conn.execute(select(ars_meta.c.value).where(ars_meta.c.key == "schema_version")).scalar()
-            if found is None:
-                conn.execute(insert(ars_meta).values(key="schema_version", value=SCHEMA_VERSION))
-            elif found != SCHEMA_VERSION:
-                conn.execute(update(ars_meta).where(ars_meta.c.key == "schema_version").values(value=SCHEMA_VERSION))
-
-    def _migrate(self, conn: Connection) -> None:
-        """Bring tables created by an older version up to :data:`SCHEMA_VERSION` (add columns, indexes,
-        backfill ``agent_name``). Idempotent."""
-        have = {c["name"] for c in inspect(conn).get_columns("trajectories")}
-        added = False
-        for name in _V2_COLUMNS:
-            if name not in have:
-                col = trajectories.c[name]
-                ddl = col.type.compile(dialect=conn.dialect)
-                conn.execute(text(f"ALTER TABLE trajectories ADD COLUMN {name} {ddl}"))
-                added = True
-        if added:
-            for ix in trajectories.indexes:
-                ix.create(conn, checkfirst=True)
-            rows = conn.execute(
-                select(trajectories.c.session_id, trajectories.c.agent_json).where(trajectories.c.agent_name.is_(None))
-            ).all()
-            for sid, agent_json in rows:
-                try:
-                    name = json.loads(agent_json).get("name")
-                except (ValueError, AttributeError):
-                    name = None
-                conn.execute(update(trajectories).where(trajectories.c.session_id == sid).values(agent_name=name))
-            conn.execute(
-                update(trajectories)
-                .where(trajectories.c.origin.is_(None), trajectories.c.sandbox_id.is_not(None))
-                .values(origin="sandbox")
-            )
-            log.info("migrated trajectory store to schema version %s (%d rows backfilled)", SCHEMA_VERSION, len(rows))
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
@@ -629,22 +327,25 @@ class TrajectoryStore:
                 out.append(p.step.model_copy(update={"step_id": step_id, "timestamp": d["timestamp"]}))
         return AppendResult(steps=out, created=[c for _, _, c in plan], step_count=step_count)
 
-    def _append_locked(self, conn: Connection, session_id: str, row, prepared: list[_Prepared]) -> AppendResult:
-        """Append inside a transaction that already holds the trajectory's lock (see :meth:`pending`)."""
+    def _append_locked(
+        self, conn: Connection, session_id: str, status: str, step_count: int, prepared: list[_Prepared]
+    ) -> AppendResult:
+        """Append inside a transaction that already holds the trajectory's lock (``status`` and
+        ``step_count`` as read under that lock; see :meth:`HookEventRepository.transaction`)."""
         cids = [p.step.client_step_id for p in prepared if p.step.client_step_id is not None]
         existing = self._existing(conn, session_id, cids) if cids else {}
         fresh = self._fresh_count(prepared, existing)
-        if fresh and row["status"] == "finished":
+        if fresh and status == "finished":
             raise _finished(session_id)
-        rows, plan = self._number(session_id, prepared, existing, row["step_count"] + 1, utcnow())
+        rows, plan = self._number(session_id, prepared, existing, step_count + 1, utcnow())
         if rows:
             conn.execute(insert(steps), rows)
             conn.execute(
                 update(trajectories)
                 .where(trajectories.c.session_id == session_id)
-                .values(step_count=row["step_count"] + fresh)
+                .values(step_count=step_count + fresh)
             )
-        return self._result(prepared, plan, row["step_count"] + fresh)
+        return self._result(prepared, plan, step_count + fresh)
 
     def log_steps(self, session_id: str, new_steps: Sequence[dict[str, Any]], *, redact: bool = True) -> AppendResult:
         """Append steps atomically (all or none) and report what happened.
@@ -664,7 +365,8 @@ class TrajectoryStore:
         prepared, counts = self._prepare(new_steps, redact=redact)
         if self.dialect == "sqlite":  # BEGIN IMMEDIATE already serialises the whole transaction
             with self._tx() as conn:
-                res = self._append_locked(conn, session_id, self._row(conn, session_id), prepared)
+                row = self._row(conn, session_id)
+                res = self._append_locked(conn, session_id, row["status"], row["step_count"], prepared)
             res.redactions = counts
             return res
         cids = [p.step.client_step_id for p in prepared if p.step.client_step_id is not None]
@@ -704,13 +406,6 @@ class TrajectoryStore:
     def append_steps(self, session_id: str, new_steps: list[dict[str, Any]]) -> list[Step]:
         """Append steps atomically; returns the stored steps (see :meth:`log_steps`)."""
         return self.log_steps(session_id, new_steps).steps
-
-    @contextmanager
-    def pending(self, session_id: str) -> Iterator[PendingTx]:
-        """A locked transaction on one trajectory for hook bookkeeping (see :class:`PendingTx`)."""
-        with self._tx() as conn:
-            row = dict(self._row(conn, session_id, lock=True))
-            yield PendingTx(self, conn, session_id, row)
 
     def finish(
         self,
@@ -895,39 +590,3 @@ class TrajectoryStore:
             return conn.execute(
                 select(trajectories.c.session_id).where(trajectories.c.session_id == session_id)
             ).first() is not None
-
-    # -- sandboxes ----------------------------------------------------------------------------
-    def add_sandbox(self, **row) -> None:
-        now = utcnow()
-        with self._tx() as conn:
-            conn.execute(insert(sandboxes).values(created_at=now, updated_at=now, claims_json="[]", **row))
-
-    def sandbox(self, sandbox_id: str) -> dict:
-        """The sandbox row as a dict (``claims`` decoded). Raises :class:`StoreError` if unknown."""
-        with self._read.connect() as conn:
-            row = conn.execute(select(sandboxes).where(sandboxes.c.sandbox_id == sandbox_id)).mappings().first()
-        if row is None:
-            raise StoreError(
-                f"unknown sandbox {sandbox_id!r}", "call sandbox_reset with a task id to create a sandbox"
-            )
-        d = dict(row)
-        d["claims"] = json.loads(d.pop("claims_json"))
-        return d
-
-    def update_sandbox(self, sandbox_id: str, **values) -> None:
-        if "claims" in values:
-            values["claims_json"] = json.dumps(values.pop("claims"))
-        with self._tx() as conn:
-            conn.execute(
-                update(sandboxes).where(sandboxes.c.sandbox_id == sandbox_id).values(updated_at=utcnow(), **values)
-            )
-
-    def list_sandboxes(self, status: str | None = None) -> list[dict]:
-        q = select(sandboxes)
-        if status is not None:
-            q = q.where(sandboxes.c.status == status)
-        with self._read.connect() as conn:
-            return [dict(r) for r in conn.execute(q.order_by(sandboxes.c.created_at)).mappings()]
-
-    def close(self) -> None:
-        self.engine.dispose()

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import Boolean, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, create_engine, select
 
-from agent_rl_sandbox.tools.trajectories import StoreError, TrajectoryStore
-from agent_rl_sandbox.tools.trajectories._store import steps as steps_table
+from agent_rl_sandbox.tools.store import Store, StoreError
+from agent_rl_sandbox.tools.store._schema import steps as steps_table
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
@@ -22,38 +22,38 @@ def _step(i: int, **kw) -> dict:
 
 
 def test_idempotent_retries(store):
-    t = store.start(agent={"name": "a"})
-    first = store.log_steps(t.session_id, [_step(1), _step(2), _step(3)])
+    t = store.trajectories.start(agent={"name": "a"})
+    first = store.trajectories.log_steps(t.session_id, [_step(1), _step(2), _step(3)])
     assert [s.step_id for s in first.steps] == [1, 2, 3] and all(first.created)
     # The whole batch again (a retried call): nothing new, same steps back.
-    again = store.log_steps(t.session_id, [_step(1), _step(2), _step(3)])
+    again = store.trajectories.log_steps(t.session_id, [_step(1), _step(2), _step(3)])
     assert [s.step_id for s in again.steps] == [1, 2, 3] and not any(again.created)
     assert [s.message for s in again.steps] == ["step 1", "step 2", "step 3"]
     # A retry that overlaps new work: only the new steps are appended, in order.
-    mixed = store.log_steps(t.session_id, [_step(3), _step(4), {"message": "no key"}, _step(4)])
+    mixed = store.trajectories.log_steps(t.session_id, [_step(3), _step(4), {"message": "no key"}, _step(4)])
     assert [s.step_id for s in mixed.steps] == [3, 4, 5, 4]
     assert mixed.created == [False, True, True, False]
-    got = store.get(t.session_id)
+    got = store.trajectories.get(t.session_id)
     assert [s.step_id for s in got.steps] == [1, 2, 3, 4, 5]
     assert got.step_count == 5
 
 
 def test_finished_is_immutable_and_corrections_reference_it(store):
-    t = store.start(agent={"name": "a"}, task_id="t1")
-    store.log_steps(t.session_id, [_step(1)])
-    store.finish(t.session_id, final_message="done")
+    t = store.trajectories.start(agent={"name": "a"}, task_id="t1")
+    store.trajectories.log_steps(t.session_id, [_step(1)])
+    store.trajectories.finish(t.session_id, final_message="done")
     with pytest.raises(StoreError, match="finished and immutable"):
-        store.log_steps(t.session_id, [_step(2)])
+        store.trajectories.log_steps(t.session_id, [_step(2)])
     # A retry of an already stored step after finishing still answers (idempotent), adding nothing.
-    retry = store.log_steps(t.session_id, [_step(1)])
+    retry = store.trajectories.log_steps(t.session_id, [_step(1)])
     assert retry.created == [False]
     with pytest.raises(StoreError, match="already finished"):
-        store.finish(t.session_id)
-    fix = store.start(agent={"name": "a"}, task_id="t1", parent_session_id=t.session_id)
+        store.trajectories.finish(t.session_id)
+    fix = store.trajectories.start(agent={"name": "a"}, task_id="t1", parent_session_id=t.session_id)
     assert fix.parent_session_id == t.session_id
     with pytest.raises(StoreError, match="unknown trajectory"):
-        store.start(parent_session_id="traj_nope")
-    assert store.get(t.session_id).step_count == 1
+        store.trajectories.start(parent_session_id="traj_nope")
+    assert store.trajectories.get(t.session_id).step_count == 1
 
 
 @pytest.mark.parametrize(
@@ -71,27 +71,27 @@ def test_finished_is_immutable_and_corrections_reference_it(store):
     ],
 )
 def test_malformed_steps_are_rejected_whole_batch(store, bad, why):
-    t = store.start()
+    t = store.trajectories.start()
     with pytest.raises(StoreError, match=why):
-        store.log_steps(t.session_id, [_step(1), {"message": "bad", **bad}])
+        store.trajectories.log_steps(t.session_id, [_step(1), {"message": "bad", **bad}])
     with pytest.raises(ValidationError):
-        store.log_steps(t.session_id, [_step(1), {"message": "bad", "outcome": "bogus"}])
-    assert store.get(t.session_id).steps == []
+        store.trajectories.log_steps(t.session_id, [_step(1), {"message": "bad", "outcome": "bogus"}])
+    assert store.trajectories.get(t.session_id).steps == []
 
 
 def test_secrets_never_reach_the_store(store):
-    t = store.start()
-    res = store.log_steps(t.session_id, [{
+    t = store.trajectories.start()
+    res = store.trajectories.log_steps(t.session_id, [{
         "message": f"export AWS_ACCESS_KEY_ID={AWS_KEY}",
         "tool_calls": [{"tool_call_id": "c", "function_name": "Bash",
                         "arguments": {"command": "git clone https://bob:hunter2pass@example.com/r.git"}}],
         "observation": {"results": [{"source_call_id": "c", "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----"}]},
     }])
     assert res.redactions == {"aws-access-key": 1, "basic-auth-credentials": 1, "private-key": 1}
-    store.finish(t.session_id, final_message=f"key {AWS_KEY}")
+    store.trajectories.finish(t.session_id, final_message=f"key {AWS_KEY}")
     with store.engine.connect() as conn:
         blobs = " ".join(conn.execute(select(steps_table.c.data_json)).scalars())
-    got = store.get(t.session_id)
+    got = store.trajectories.get(t.session_id)
     for secret in (AWS_KEY, "hunter2pass", "b3Blbn"):
         assert secret not in blobs and secret not in (got.final_message or "")
     assert "[REDACTED:aws-access-key]" in got.steps[0].message
@@ -103,15 +103,15 @@ def test_list_filters_time_and_pages(store):
     for name, task, behaviour, passed in [
         ("p1", "t1", "b1", True), ("f1", "t1", "b1", False), ("u1", "t2", "b2", None), ("r1", "t2", "b2", "running"),
     ]:
-        t = store.start(agent={"name": f"agent-{name[0]}"}, task_id=task, behaviour=behaviour, split="train")
+        t = store.trajectories.start(agent={"name": f"agent-{name[0]}"}, task_id=task, behaviour=behaviour, split="train")
         ids[name] = t.session_id
         if passed != "running":
-            store.finish(t.session_id, reward=None if passed is None else float(passed), passed=passed)
+            store.trajectories.finish(t.session_id, reward=None if passed is None else float(passed), passed=passed)
         time.sleep(0.002)
-    mid = store.summary(ids["u1"]).created_at
+    mid = store.trajectories.summary(ids["u1"]).created_at
 
     def sids(**f):
-        rows, total = store.list(**f)
+        rows, total = store.trajectories.list(**f)
         assert total == len(rows)
         return {s.session_id for s in rows}
 
@@ -124,22 +124,22 @@ def test_list_filters_time_and_pages(store):
     assert sids(created_after=mid) == {ids["u1"], ids["r1"]}
     assert sids(created_before=mid) == {ids["p1"], ids["f1"]}
     assert sids(created_after="2000-01-01", created_before="2000-01-02") == set()
-    page1, total = store.list(limit=3)
-    page2, _ = store.list(limit=3, offset=3)
+    page1, total = store.trajectories.list(limit=3)
+    page2, _ = store.trajectories.list(limit=3, offset=3)
     assert total == 4 and len(page1) == 3 and len(page2) == 1
     assert [s.session_id for s in page1 + page2] == [ids["r1"], ids["u1"], ids["f1"], ids["p1"]]  # newest first
     with pytest.raises(StoreError):
-        store.list(outcome="bogus")
+        store.trajectories.list(outcome="bogus")
 
 
 def test_client_session_maps_to_one_trajectory_under_concurrency(store_url):
-    stores = [TrajectoryStore(store_url) for _ in range(8)]
+    stores = [Store(store_url) for _ in range(8)]
     out: list[tuple[str, bool]] = []
     barrier = threading.Barrier(len(stores))
 
-    def go(s: TrajectoryStore) -> None:
+    def go(s: Store) -> None:
         barrier.wait()
-        summary, created = s.start_or_resume_external("claude-code:abc", agent={"name": "claude-code"}, origin="hook:claude-code")
+        summary, created = s.trajectories.start_or_resume_external("claude-code:abc", agent={"name": "claude-code"}, origin="hook:claude-code")
         out.append((summary.session_id, created))
 
     threads = [threading.Thread(target=go, args=(s,)) for s in stores]
@@ -150,8 +150,8 @@ def test_client_session_maps_to_one_trajectory_under_concurrency(store_url):
     assert len({sid for sid, _ in out}) == 1
     assert sum(created for _, created in out) == 1
     first = out[0][0]
-    stores[0].finish(first)
-    again, created = stores[0].start_or_resume_external("claude-code:abc")
+    stores[0].trajectories.finish(first)
+    again, created = stores[0].trajectories.start_or_resume_external("claude-code:abc")
     assert created and again.parent_session_id == first
     for s in stores:
         s.close()
@@ -194,22 +194,22 @@ def test_migrates_a_first_release_store(store_url):
             data_json='{"step_id": 1, "timestamp": "2026-01-01T00:00:00Z", "message": "hi", "provenance": "server"}',
         ))
     engine.dispose()
-    s = TrajectoryStore(store_url)
-    rows, total = s.list(agent_name="old-agent")
+    s = Store(store_url)
+    rows, total = s.trajectories.list(agent_name="old-agent")
     assert total == 1 and rows[0].origin == "sandbox"
-    assert s.get("traj_old").steps[0].message == "hi"
-    t = s.start(agent={"name": "new"})
-    assert s.log_steps(t.session_id, [{"message": "x"}]).steps[0].step_id == 1
+    assert s.trajectories.get("traj_old").steps[0].message == "hi"
+    t = s.trajectories.start(agent={"name": "new"})
+    assert s.trajectories.log_steps(t.session_id, [{"message": "x"}]).steps[0].step_id == 1
     s.close()
-    TrajectoryStore(store_url).close()  # a second open finds the current version and does nothing
+    Store(store_url).close()  # a second open finds the current version and does nothing
 
 
 def test_reopening_a_current_store_is_cheap(tmp_path):
     url = f"sqlite:///{tmp_path / 's.db'}"
-    TrajectoryStore(url).close()
+    Store(url).close()
     t0 = time.perf_counter()
     for _ in range(5):
-        TrajectoryStore(url).close()
+        Store(url).close()
     per_open = (time.perf_counter() - t0) / 5
     assert per_open < 0.05, per_open
 
@@ -217,15 +217,15 @@ def test_reopening_a_current_store_is_cheap(tmp_path):
 def test_concurrent_retries_of_one_batch_store_it_once(store_url):
     """Eight clients send the same batch at once (a retry storm): each step is stored exactly once and
     every caller gets the same step ids back."""
-    stores = [TrajectoryStore(store_url) for _ in range(8)]
-    sid = stores[0].start().session_id
+    stores = [Store(store_url) for _ in range(8)]
+    sid = stores[0].trajectories.start().session_id
     batch = [_step(i) for i in range(50)]
     barrier = threading.Barrier(len(stores))
     results: list[list[int]] = []
 
-    def go(s: TrajectoryStore) -> None:
+    def go(s: Store) -> None:
         barrier.wait()
-        results.append([st.step_id for st in s.log_steps(sid, batch).steps])
+        results.append([st.step_id for st in s.trajectories.log_steps(sid, batch).steps])
 
     threads = [threading.Thread(target=go, args=(s,)) for s in stores]
     for th in threads:
@@ -233,6 +233,6 @@ def test_concurrent_retries_of_one_batch_store_it_once(store_url):
     for th in threads:
         th.join()
     assert len(results) == 8 and all(r == list(range(1, 51)) for r in results)
-    assert stores[0].get(sid).step_count == 50
+    assert stores[0].trajectories.get(sid).step_count == 50
     for s in stores:
         s.close()

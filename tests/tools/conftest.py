@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from agent_rl_sandbox.tools.trajectories import TrajectoryStore
+from agent_rl_sandbox.tools.store import Store
 
 PG_ADMIN = os.environ.get("AGENT_RL_SANDBOX_TEST_PG_ADMIN", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
@@ -64,6 +64,6 @@ def store_url(request, tmp_path) -> str:
 
 @pytest.fixture
 def store(store_url):
-    s = TrajectoryStore(store_url)
+    s = Store(store_url)
     yield s
     s.close()

@@ -1,0 +1,118 @@
+"""The store's tables (SQLAlchemy Core), the single description of the current schema.
+
+The repositories query these objects; the Alembic migrations in ``migrations/versions/`` create and
+change the real tables, and ``tests/tools/store`` checks that a database brought to the head revision
+matches this module exactly (no drift). Changing a table here therefore needs a new migration.
+
+Tables:
+
+- ``trajectories``: one row per trajectory (ATIF header, status, score, JSON blobs for agent, meta,
+  reward components and the stored score report).
+- ``steps``: append-only steps, numbered densely per trajectory (``step_id``), with an optional client
+  step id for idempotent retries; ``data_json`` is the whole redacted step.
+- ``sandboxes``: one row per sandbox (its task, trajectory, working copy path, base commit, status,
+  isolation kind and claimed paths as a JSON list).
+- ``hook_pending``: hook events waiting for their partner (a PreToolUse until its PostToolUse, a Stop
+  until the turn really ends); redacted like steps and deleted when they become steps.
+- ``ars_meta``: key/value rows. ``schema_version`` is the marker of the hand-written schema versions
+  used before Alembic (kept at ``"2"``, so an older release opening the database leaves it alone);
+  Alembic's own ``alembic_version`` table records the revision.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+LEGACY_SCHEMA_VERSION = "2"
+"""The last hand-written schema version (``ars_meta.schema_version``); the Alembic baseline is this schema."""
+
+metadata = MetaData()
+
+trajectories = Table(
+    "trajectories",
+    metadata,
+    Column("session_id", String(64), primary_key=True),
+    Column("agent_json", Text, nullable=False),
+    Column("task_id", String(200), index=True),
+    Column("behaviour", String(100), index=True),
+    Column("split", String(16)),
+    Column("sandbox_id", String(64), index=True),
+    Column("status", String(16), nullable=False, default="running"),
+    Column("created_at", String(40), nullable=False),
+    Column("finished_at", String(40)),
+    Column("step_count", Integer, nullable=False, default=0),
+    Column("reward", Float),
+    Column("passed", Boolean),
+    Column("self_report_only", Boolean),
+    Column("final_message", Text),
+    Column("parent_session_id", String(64)),
+    Column("reward_components_json", Text),
+    Column("score_json", Text),
+    Column("agent_name", String(200), index=True),
+    Column("external_id", String(200), index=True),
+    Column("origin", String(40)),
+    Column("meta_json", Text),
+)
+
+steps = Table(
+    "steps",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(64), ForeignKey("trajectories.session_id"), nullable=False),
+    Column("step_id", Integer, nullable=False),
+    Column("client_step_id", String(200)),
+    Column("provenance", String(16), nullable=False),
+    Column("data_json", Text, nullable=False),
+    UniqueConstraint("session_id", "step_id", name="uq_steps_session_step"),
+    UniqueConstraint("session_id", "client_step_id", name="uq_steps_session_client_step"),
+)
+
+sandboxes = Table(
+    "sandboxes",
+    metadata,
+    Column("sandbox_id", String(64), primary_key=True),
+    Column("task_id", String(200), nullable=False),
+    Column("session_id", String(64), ForeignKey("trajectories.session_id")),
+    Column("path", Text, nullable=False),
+    Column("base_commit", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("isolation", String(32), nullable=False),
+    Column("claims_json", Text, nullable=False, default="[]"),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+)
+
+hook_pending = Table(
+    "hook_pending",
+    metadata,
+    Column("session_id", String(64), ForeignKey("trajectories.session_id"), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("data_json", Text, nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+    PrimaryKeyConstraint("session_id", "key", name="pk_hook_pending"),
+)
+
+ars_meta = Table(
+    "ars_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+Index("ix_steps_session", steps.c.session_id)
+Index("ix_trajectories_created", trajectories.c.created_at)
