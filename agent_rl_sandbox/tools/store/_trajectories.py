@@ -53,7 +53,7 @@ def _finished(session_id: str) -> StoreError:
 
 @dataclass
 class AppendResult:
-    """What :meth:`TrajectoryStore.log_steps` did: the steps in input order (stored ones for retried
+    """What :meth:`TrajectoryRepository.log_steps` did: the steps in input order (stored ones for retried
     ``client_step_id`` values), which of them this call created, and the secrets redacted."""
 
     steps: list[Step]
