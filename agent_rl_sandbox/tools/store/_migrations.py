@@ -4,10 +4,10 @@
 
 1. Fast path (every open of a current database): one read of ``alembic_version``; nothing of Alembic
    is imported.
-2. Otherwise, under a lock (``BEGIN IMMEDIATE`` on SQLite, ``pg_advisory_xact_lock(SCHEMA_LOCK_ID)`` on
-   PostgreSQL) so concurrent first opens never race, the revision is read again and, if still behind,
-   ``alembic.command.upgrade(config, "head")`` runs inside that same transaction: the migrations and
-   the version row commit together or not at all.
+2. Otherwise Alembic is imported and, under a lock (``BEGIN IMMEDIATE`` on SQLite,
+   ``pg_advisory_xact_lock(SCHEMA_LOCK_ID)`` on PostgreSQL) so concurrent first opens never race, the
+   revision is read again and, if still behind, ``alembic.command.upgrade(config, "head")`` runs inside
+   that same transaction: the migrations and the version row commit together or not at all.
 
 The Alembic :class:`~alembic.config.Config` is built in code (no ``alembic.ini``);
 ``script_location`` is the ``migrations/`` folder of this package, shipped as package data.
@@ -72,15 +72,17 @@ def ensure_schema(engine: Engine) -> None:
                 return
     except DBAPIError:
         pass  # no alembic_version table yet
+    # Import Alembic before taking the lock: under load its import is most of a first open, and every
+    # concurrent opener (hook processes with a short busy timeout) waits for whoever holds the lock.
+    from alembic import command
+    from alembic.util import CommandError
+
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_ID})
         before = current_revision(conn)
         if before == HEAD_REVISION:
             return  # a concurrent opener migrated while we waited for the lock
-        from alembic import command
-        from alembic.util import CommandError
-
         try:
             command.upgrade(alembic_config(conn), "head")
         except CommandError as e:
