@@ -225,7 +225,7 @@ def broad_claims(claims: list[str], files: Iterable[str], max_files: int, max_to
     return problems
 
 
-def covered(path: str, claims: list[str]) -> bool:
+def covered(path: str, claims: Iterable[str]) -> bool:
     """True when ``path`` is covered by a claim: equal, under a claimed directory, or an fnmatch glob.
 
     Claims matching :data:`BROAD_CLAIM` (the repo root, ``*``, ``**...``) cover nothing."""

@@ -43,7 +43,9 @@ class HookEventTx:
     pairs appended so far.
     """
 
-    def __init__(self, trajectories: TrajectoryRepository, conn: Connection, session_id: str, status: str, step_count: int):
+    def __init__(
+        self, trajectories: TrajectoryRepository, conn: Connection, session_id: str, status: str, step_count: int
+    ):
         self._trajectories = trajectories
         self._conn = conn
         self.session_id = session_id

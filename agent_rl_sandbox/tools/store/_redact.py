@@ -55,7 +55,7 @@ _PEM_BLOCK = re.compile(
     re.DOTALL,
 )
 _PUTTY_BLOCK = re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\Z)", re.DOTALL)
-_EDGE_DELIMS = ' \t\r\n=:"\''
+_EDGE_DELIMS = " \t\r\n=:\"'"
 _JWT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=.")
 _SCALARS = frozenset({int, float, bool})
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -93,8 +93,23 @@ _PLUGIN_CLASSES: tuple[tuple[str, str], ...] = (
 """The detect-secrets plugins in use (module, class)."""
 
 SKIP_KEYS = frozenset(
-    {"step_id", "timestamp", "state_ref", "client_step_id", "tool_call_id", "source_call_id", "provenance",
-     "outcome", "source", "function_name", "type", "role", "id", "call_id", "tool_use_id"}
+    {
+        "step_id",
+        "timestamp",
+        "state_ref",
+        "client_step_id",
+        "tool_call_id",
+        "source_call_id",
+        "provenance",
+        "outcome",
+        "source",
+        "function_name",
+        "type",
+        "role",
+        "id",
+        "call_id",
+        "tool_use_id",
+    }
 )
 """Keys whose values are identifiers or enums, never free text: not scanned (faster, and an id that happens
 to look like a token is not mangled)."""
@@ -222,8 +237,10 @@ class Redactor:
                 counts.update(c)
             return new
         if isinstance(value, dict):
-            return {k: (v if k in SKIP_KEYS or v is None or v.__class__ in _SCALARS else self._walk(v, counts))
-                    for k, v in value.items()}
+            return {
+                k: (v if k in SKIP_KEYS or v is None or v.__class__ in _SCALARS else self._walk(v, counts))
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [v if v.__class__ in _SCALARS else self._walk(v, counts) for v in value]
         return value

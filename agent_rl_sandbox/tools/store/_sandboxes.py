@@ -27,8 +27,9 @@ class SandboxRecord:
     sandbox_id: str
     task_id: str
     """The task this sandbox holds (fixed for its life)."""
-    session_id: str | None
-    """The trajectory of the current (or last) episode."""
+    session_id: str
+    """The trajectory of the current (or last) episode (always written; the column is nullable only
+    because a sandbox row and its first trajectory are created in two steps)."""
     path: str
     """The sandbox's root folder (``<home>/sandboxes/<sandbox_id>``)."""
     base_commit: str
@@ -83,7 +84,7 @@ class SandboxRepository:
         base_commit: str,
         status: str,
         isolation: str,
-        session_id: str | None = None,
+        session_id: str,
     ) -> None:
         """Insert a new sandbox with no claims. Raises ``sqlalchemy.exc.IntegrityError`` for
         a taken ``sandbox_id`` or an unknown ``session_id``."""
@@ -91,9 +92,16 @@ class SandboxRepository:
         with self.engine.begin() as conn:
             conn.execute(
                 insert(sandboxes).values(
-                    sandbox_id=sandbox_id, task_id=task_id, session_id=session_id, path=path,
-                    base_commit=base_commit, status=status, isolation=isolation, claims_json="[]",
-                    created_at=now, updated_at=now,
+                    sandbox_id=sandbox_id,
+                    task_id=task_id,
+                    session_id=session_id,
+                    path=path,
+                    base_commit=base_commit,
+                    status=status,
+                    isolation=isolation,
+                    claims_json="[]",
+                    created_at=now,
+                    updated_at=now,
                 )  # fmt: skip
             )
 
@@ -102,9 +110,7 @@ class SandboxRepository:
         with self._read.connect() as conn:
             row = conn.execute(select(sandboxes).where(sandboxes.c.sandbox_id == sandbox_id)).mappings().first()
         if row is None:
-            raise StoreError(
-                f"unknown sandbox {sandbox_id!r}", "call sandbox_reset with a task id to create a sandbox"
-            )
+            raise StoreError(f"unknown sandbox {sandbox_id!r}", "call sandbox_reset with a task id to create a sandbox")
         return _record(row)
 
     def update(self, sandbox_id: str, **values: Any) -> None:

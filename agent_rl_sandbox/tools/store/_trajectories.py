@@ -16,12 +16,13 @@ Records returned are the wire models of ``schemas.trajectory``: :class:`Trajecto
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
@@ -31,6 +32,9 @@ from agent_rl_sandbox.schemas.trajectory import AgentInfo, Step, Trajectory, Tra
 from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
 from agent_rl_sandbox.tools.store._integrity import step_problems
 from agent_rl_sandbox.tools.store._schema import steps, trajectories
+
+if TYPE_CHECKING:
+    from agent_rl_sandbox.tools.store._redact import Redactor
 
 OUTCOMES = ("passed", "failed", "unscored", "running")
 """Values of the ``outcome`` filter of :meth:`TrajectoryRepository.list`."""
@@ -72,7 +76,7 @@ class TrajectoryRepository:
     def __init__(self, engine: Engine):
         self.engine = engine
         self._read = engine.execution_options(readonly=True)
-        self._redactor = None
+        self._redactor: Redactor | None = None
 
     @property
     def dialect(self) -> str:
@@ -80,7 +84,7 @@ class TrajectoryRepository:
         return self.engine.dialect.name
 
     @property
-    def redactor(self):
+    def redactor(self) -> Redactor:
         """The secret redactor (built on first use: importing detect-secrets costs ~0.1 s)."""
         if self._redactor is None:
             from agent_rl_sandbox.tools.store._redact import Redactor
@@ -148,8 +152,16 @@ class TrajectoryRepository:
         if meta:
             meta, _ = self.redactor.value(meta)
         row = self._new_row(
-            sid, agent_info, task_id=task_id, behaviour=behaviour, split=split, sandbox_id=sandbox_id,
-            parent_session_id=parent_session_id, origin=origin, external_id=external_id, meta=meta,
+            sid,
+            agent_info,
+            task_id=task_id,
+            behaviour=behaviour,
+            split=split,
+            sandbox_id=sandbox_id,
+            parent_session_id=parent_session_id,
+            origin=origin,
+            external_id=external_id,
+            meta=meta,
         )
         with self._tx() as conn:
             if parent_session_id is not None:
@@ -200,11 +212,20 @@ class TrajectoryRepository:
                 conn.execute(
                     insert(trajectories).values(
                         **self._new_row(
-                            sid, agent_info, task_id=task_id, behaviour=behaviour, split=split, sandbox_id=None,
-                            parent_session_id=parent, origin=origin, external_id=external_id, meta=meta,
+                            sid,
+                            agent_info,
+                            task_id=task_id,
+                            behaviour=behaviour,
+                            split=split,
+                            sandbox_id=None,
+                            parent_session_id=parent,
+                            origin=origin,
+                            external_id=external_id,
+                            meta=meta,
                         )
                     )
                 )
+        assert sid is not None
         return self.summary(sid), created
 
     def _row(self, conn: Connection, session_id: str, *, lock: bool = False):
@@ -307,10 +328,15 @@ class TrajectoryRepository:
             d = dict(p.data)
             d["step_id"] = next_id
             d["timestamp"] = p.data["timestamp"] if p.has_ts else now
-            rows.append(dict(
-                session_id=session_id, step_id=next_id, client_step_id=cid, provenance=p.step.provenance,
-                data_json=json.dumps(d, ensure_ascii=False, separators=(",", ":")),
-            ))
+            rows.append(
+                dict(
+                    session_id=session_id,
+                    step_id=next_id,
+                    client_step_id=cid,
+                    provenance=p.step.provenance,
+                    data_json=json.dumps(d, ensure_ascii=False, separators=(",", ":")),
+                )
+            )
             if cid is not None:
                 batch[cid] = (next_id, d)
             plan.append((next_id, d, True))
@@ -575,7 +601,7 @@ class TrajectoryRepository:
                 return
             offset += page
 
-    def by_external_id(self, external_id: str) -> list[TrajectorySummary]:
+    def by_external_id(self, external_id: str) -> builtins.list[TrajectorySummary]:
         """Trajectories recorded for one client session id, oldest first."""
         with self._read.connect() as conn:
             rows = conn.execute(
@@ -587,6 +613,7 @@ class TrajectoryRepository:
 
     def exists(self, session_id: str) -> bool:
         with self._read.connect() as conn:
-            return conn.execute(
-                select(trajectories.c.session_id).where(trajectories.c.session_id == session_id)
-            ).first() is not None
+            return (
+                conn.execute(select(trajectories.c.session_id).where(trajectories.c.session_id == session_id)).first()
+                is not None
+            )

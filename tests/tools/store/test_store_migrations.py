@@ -112,9 +112,9 @@ V2_ROWS = [
     f" '{{\"name\": \"hooked\"}}', 'finished', '{T0}', 0, 'hooked', 'hook:claude-code', 'claude-code:abc', 1.0, TRUE,"
     " FALSE, 'done', '{\"c\": 1.0}', '{\"final_tree\": \"t1\"}')",
     "INSERT INTO steps (session_id, step_id, client_step_id, provenance, data_json) VALUES ('traj_v2', 1, 'c-1', 'server',"
-    " '{\"step_id\":1,\"timestamp\":\"2026-11-01T10:00:00Z\",\"source\":\"system\",\"message\":\"reset\",\"provenance\":\"server\"}')",
+    ' \'{"step_id":1,"timestamp":"2026-11-01T10:00:00Z","source":"system","message":"reset","provenance":"server"}\')',
     "INSERT INTO steps (session_id, step_id, client_step_id, provenance, data_json) VALUES ('traj_v2', 2, NULL, 'agent',"
-    " '{\"step_id\":2,\"timestamp\":\"2026-11-01T10:00:01Z\",\"source\":\"agent\",\"message\":\"thinking\",\"provenance\":\"agent\"}')",
+    ' \'{"step_id":2,"timestamp":"2026-11-01T10:00:01Z","source":"agent","message":"thinking","provenance":"agent"}\')',
     "INSERT INTO sandboxes (sandbox_id, task_id, session_id, path, base_commit, status, isolation, claims_json,"
     f" created_at, updated_at) VALUES ('sbx_v2', 'claim-before-edit', 'traj_v2', '/tmp/sbx_v2', 'abc123', 'open',"
     f" 'bubblewrap', '[\"src/a.py\", \"docs/\"]', '{T0}', '{T0}')",

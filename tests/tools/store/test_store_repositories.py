@@ -15,7 +15,7 @@ def test_sandbox_rows_come_back_as_frozen_records(store):
         sandbox_id="sbx_1", task_id="task", session_id=t.session_id, path="/h/sandboxes/sbx_1",
         base_commit="c0", status="open", isolation="none",
     )  # fmt: skip
-    store.sandboxes.add(sandbox_id="sbx_2", task_id="task", path="/h/sandboxes/sbx_2", base_commit="c1",
+    store.sandboxes.add(sandbox_id="sbx_2", task_id="task", session_id=t.session_id, path="/h/sandboxes/sbx_2", base_commit="c1",
                         status="open", isolation="none")  # fmt: skip
     rec = store.sandboxes.get("sbx_1")
     assert isinstance(rec, SandboxRecord)

@@ -30,7 +30,10 @@ if _connection is not None:
 else:
     from agent_rl_sandbox.tools.store._engine import make_engine
 
-    _engine = make_engine(context.config.get_main_option("sqlalchemy.url"))
+    _url = context.config.get_main_option("sqlalchemy.url")
+    if not _url:
+        raise SystemExit("set sqlalchemy.url (the store's database URL) to run these migrations")
+    _engine = make_engine(_url)
     try:
         with _engine.connect() as _conn:
             _run(_conn)

@@ -144,9 +144,7 @@ def _backfill(bind) -> int:
         except (ValueError, AttributeError):
             name = None
         bind.execute(sa.update(t).where(t.c.session_id == sid).values(agent_name=name))
-    bind.execute(
-        sa.update(t).where(t.c.origin.is_(None), t.c.sandbox_id.is_not(None)).values(origin="sandbox")
-    )
+    bind.execute(sa.update(t).where(t.c.origin.is_(None), t.c.sandbox_id.is_not(None)).values(origin="sandbox"))
     return len(rows)
 
 
