@@ -307,8 +307,8 @@ def test_rewriting_the_verifiers_copy_mid_run_fails(svc):
     outside = Outside(svc)
     out = _play(svc, REPAIR, [_write(DAYS, BUGGY + REWRITE_THE_COPY)])
     assert_no_gain(svc, REPAIR, out, outside)
-    sandbox = svc.store.list_sandboxes("finished")
-    git_head = [Path(r["path"]) / "git" / "HEAD" for r in sandbox]
+    sandbox = svc.store.sandboxes.list("finished")
+    git_head = [Path(r.path) / "git" / "HEAD" for r in sandbox]
     assert all(h.read_text().startswith("ref: ") for h in git_head if h.exists())
 
 
