@@ -56,7 +56,7 @@ class Services:
             settings=settings, store=store, sandbox=sandbox, evals=EvalService(settings, store, sandbox),
             trajectories=TrajectoryService(settings, store.trajectories, task_info),
             datasets=DatasetService(settings),
-            routes=RouteService(store, sandbox.tasks),
+            routes=RouteService(store.trajectories, sandbox.tasks),
         )
 
     def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:

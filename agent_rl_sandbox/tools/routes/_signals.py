@@ -37,7 +37,7 @@ class RouteInputError(ActionError):
 
 
 class SummarySource(Protocol):
-    """What the deriver reads from the store (``TrajectoryStore.iter_summaries``)."""
+    """What the deriver reads from the store (``TrajectoryRepository.iter_summaries``)."""
 
     def iter_summaries(self, **filters: Any) -> Iterable[TrajectorySummary]: ...
 

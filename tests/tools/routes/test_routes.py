@@ -236,7 +236,7 @@ def played(tmp_path_factory):
 
 
 def test_store_signals_from_real_runs(played):
-    d = derive_signals(played.store, played.sandbox.tasks, behaviour=BEHAVIOUR)
+    d = derive_signals(played.store.trajectories, played.sandbox.tasks, behaviour=BEHAVIOUR)
     v = d.values
     assert (v["passing"], v["failing"], v["demonstrations"]) == (3, 3, 3)
     assert v["preference_pairs"] == 3 and v["kto_rows"] == 6
@@ -252,7 +252,7 @@ def test_store_signals_from_real_runs(played):
 def test_store_scenario_agentic_grpo_from_real_runs(played):
     from agent_rl_sandbox.schemas.jobs import JobSpec
 
-    svc = RouteService(played.store, played.sandbox.tasks)
+    svc = RouteService(played.store.trajectories, played.sandbox.tasks)
     rec = svc.recommend(RouteRecommendInput(behaviour=BEHAVIOUR, base_model="/models/tiny"))
     assert rec.intervention == "agentic_grpo" and rec.train_now
     assert rec.signals["passing"].source == "store"
@@ -265,7 +265,7 @@ def test_store_scenario_agentic_grpo_from_real_runs(played):
 
 
 def test_store_scenario_not_enough_data_from_real_runs(played):
-    d = derive_signals(played.store, played.sandbox.tasks, behaviour=BEHAVIOUR)
+    d = derive_signals(played.store.trajectories, played.sandbox.tasks, behaviour=BEHAVIOUR)
     rec = recommend(RouteSignals(verifiable_reward=False), d)  # without the verifier, only imitation is left
     assert rec.intervention == "sft" and rec.train_now is False
     assert any("have 3" in m for m in rec.prerequisites_missing)
@@ -279,7 +279,7 @@ def test_store_scenario_no_variance_from_real_runs(tmp_path):
         for _ in range(2):
             play_task_script(services.sandbox, TRAIN[1], "oracle", agent="base")
             play_task_script(services.sandbox, TRAIN[2], "known_bad", agent="base")
-        d = derive_signals(services.store, services.sandbox.tasks, behaviour=BEHAVIOUR)
+        d = derive_signals(services.store.trajectories, services.sandbox.tasks, behaviour=BEHAVIOUR)
         assert d.values["zero_variance_fraction"] == 1.0
         rec = recommend(RouteSignals(), d, thresholds=Thresholds(min_sft_demos=2, min_heldout_attempts=0))
         assert rec.intervention == "sft" and "rl-no-variance" in rules(rec)
@@ -289,7 +289,7 @@ def test_store_scenario_no_variance_from_real_runs(tmp_path):
 
 
 def test_unknown_behaviour_and_task_are_refused(played):
-    svc = RouteService(played.store, played.sandbox.tasks)
+    svc = RouteService(played.store.trajectories, played.sandbox.tasks)
     with pytest.raises(RouteInputError, match="unknown behaviour 'claim-first'") as e:
         svc.recommend(RouteRecommendInput(behaviour="claim-first"))
     assert "claim-before-edit" in e.value.hint
