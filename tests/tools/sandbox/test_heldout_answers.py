@@ -53,8 +53,8 @@ def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
     shown = out.model_dump_json()
     assert _leaks(shown) == [], shown
     # nor does anything stored for the episode, or the re-score an agent can ask for
-    stored = json.dumps(services.store.score_json(reset.session_id)) + open(out.report_path).read()
-    stored += services.store.get(reset.session_id).model_dump_json()
+    stored = json.dumps(services.store.trajectories.score_json(reset.session_id)) + open(out.report_path).read()
+    stored += services.store.trajectories.get(reset.session_id).model_dump_json()
     stored += sb.eval_score(EvalScoreInput(session_id=reset.session_id)).model_dump_json()
     assert _leaks(stored) == []
 
@@ -114,7 +114,7 @@ def test_a_trajectory_without_a_known_task_stays_out_of_exports_unless_included(
         tr.export(TrajectoryExportInput(format="sft", min_reward=None), MALLORY)
     # an unknown task id is as unknown as none
     other = tr.start(TrajectoryStartInput(agent_name="x")).trajectory.session_id
-    services.store.update_meta(other, task_id="no-such-task")
+    services.store.trajectories.update_meta(other, task_id="no-such-task")
     tr.log_step(TrajectoryLogStepInput(session_id=other, step={"source": "agent", "message": SOLUTION}))
     tr.finish(TrajectoryFinishInput(session_id=other))
     with pytest.raises(ActionError, match="skipped_unknown_task=2"):
