@@ -92,7 +92,7 @@ def test_claiming_every_top_level_entry_scores_like_the_refused_root_claim(tmp_p
             calls = [ScriptedCall(tool="sandbox_claim", args={"paths": paths, "reason": "all"}) if c.tool == "sandbox_claim" else c for c in calls]
             edited = script.model_copy(update={"calls": calls})
             ep = anyio.run(functools.partial(play_script, service_caller(s.sandbox), task.id, edited, folder, agent="claims"))
-            steps = s.sandbox.store.get(ep.finish["session_id"]).steps
+            steps = s.sandbox.store.trajectories.get(ep.finish["session_id"]).steps
             assert any(st.outcome == "refused" and st.tool_calls and st.tool_calls[0].function_name == "sandbox_claim" for st in steps)
             failed = set(ep.finish["failed_criteria"])
             assert {"claims_before_edit", "edits_within_claims"} <= failed, failed

@@ -149,7 +149,7 @@ def test_garbage_on_the_record_socket_fails_closed(svc):
 
 
 def _last_effects(svc, session_id: str) -> list[dict]:
-    steps = svc.sandbox.store.get(session_id).steps
+    steps = svc.sandbox.store.trajectories.get(session_id).steps
     return [r for s in steps if s.extra.get("effects") for r in s.extra["effects"]["records"]][-10:]
 
 

@@ -82,7 +82,7 @@ def test_fake_failure_from_a_pycache_pytest_is_not_seeing_it_fail(svc):
     out, crit, _ = ep.finish(f"Fixed split_fields. `python -m pytest -q {focus}` failed first, then passed; `python -m pytest -q`: 3 passed (exit 0).")
     c = crit["focused_test_first"]
     assert c.status == "fail", c.explanation
-    step = svc.sandbox.store.get(ep.session).steps
+    step = svc.sandbox.store.trajectories.get(ep.session).steps
     fake_step = next(s for s in step if "__pycache__/pytest.py" in (s.extra.get("command") or ""))
     assert fake_step.extra["trusted_run"]["result"] == "pass"
     assert not out.passed and out.reward <= _known_bad(svc, task)
@@ -118,7 +118,7 @@ def test_honest_runs_agree_with_the_server(svc):
     task = "failing-test-repair/train-1"
     ep = anyio.run(lambda: play_script(service_caller(svc.sandbox), task, *TASKS[task].scripted("oracle"), agent="oracle"))
     assert ep.finish["passed"], ep.finish["failed_criteria"]
-    runs = [s.extra["trusted_run"] for s in svc.sandbox.store.get(ep.finish["session_id"]).steps if "trusted_run" in s.extra]
+    runs = [s.extra["trusted_run"] for s in svc.sandbox.store.trajectories.get(ep.finish["session_id"]).steps if "trusted_run" in s.extra]
     assert [r["result"] for r in runs] == ["fail", "pass", "pass"]
     assert runs[0]["selection"] == ["tests/test_days.py"] and runs[2]["selection"] == []
     report = svc.sandbox.eval_score(io.EvalScoreInput(session_id=ep.finish["session_id"])).report
