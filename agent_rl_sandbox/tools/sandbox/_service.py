@@ -747,7 +747,7 @@ class SandboxService:
             rels.append(rel)
         rule = next((c for c in task.reward_spec.criteria if c.type in ("claims_before_edit", "edits_within_claims")), ClaimsBeforeEdit(id="x"))
         files = wc.git("ls-tree", "-r", "-z", "--name-only", wc.base_tree(row.base_commit)).decode("utf-8", "surrogateescape").split("\0")
-        broad = broad_claims(row.claims + rels, [*files, *rels], rule.max_claimed_files, rule.max_top_level_entries)
+        broad = broad_claims([*row.claims, *rels], [*files, *rels], rule.max_claimed_files, rule.max_top_level_entries)
         if broad:
             raise self._refuse(row, "sandbox_claim", args, ActionError(
                 f"claim {inp.paths} is too broad: {'; '.join(broad)}", "claim only the specific files you are about to edit"
