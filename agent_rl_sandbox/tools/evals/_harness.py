@@ -99,7 +99,7 @@ def _without_store_verdicts(doc: Any) -> tuple[Any, int]:
             out.append(t)
             continue
         arts = t.get("artifacts")
-        kept = [a for a in arts if not (isinstance(a, dict) and a.get("kind") == STORE_VERDICT_KIND)] if isinstance(arts, list) else arts
+        kept = [a for a in arts if not (isinstance(a, dict) and a.get("kind") == STORE_VERDICT_KIND)] if isinstance(arts, list) else []
         dropped = isinstance(arts, list) and len(kept) != len(arts)
         if dropped or STORE_SCORE_FIELD in t:
             claimed += 1

@@ -47,8 +47,20 @@ from agent_rl_sandbox.tools.formats._content import content_text
 RL_STEP_KEYS = ("provenance", "outcome", "exit_code", "state_ref", "reward", "done", "client_step_id")
 """RL fields of a step, carried in the ATIF step's ``extra``."""
 RL_TRAJECTORY_KEYS = (
-    "task_id", "behaviour", "split", "status", "reward", "passed", "self_report_only", "final_message",
-    "parent_session_id", "origin", "external_id", "reward_components", "created_at", "finished_at",
+    "task_id",
+    "behaviour",
+    "split",
+    "status",
+    "reward",
+    "passed",
+    "self_report_only",
+    "final_message",
+    "parent_session_id",
+    "origin",
+    "external_id",
+    "reward_components",
+    "created_at",
+    "finished_at",
 )
 """Fields of a trajectory, carried in the document's ``extra``."""
 STORE_SCORE_KEY = "store_score"
@@ -96,16 +108,26 @@ def integrity_issues(step: Any, where: str = "$") -> list[AtifIssue]:
         if not isinstance(cid, str):
             continue
         if cid in ids:
-            issues.append(AtifIssue(f"{where}.tool_calls[{j}].tool_call_id", "duplicate_tool_call_id",
-                                    f"duplicate tool_call_id {cid!r} in one step"))
+            issues.append(
+                AtifIssue(
+                    f"{where}.tool_calls[{j}].tool_call_id",
+                    "duplicate_tool_call_id",
+                    f"duplicate tool_call_id {cid!r} in one step",
+                )
+            )
         ids.add(cid)
     obs = _get(step, "observation")
     results = _get(obs, "results") if obs is not None else None
     for j, res in enumerate(results if isinstance(results, list) else []):
         sid = _get(res, "source_call_id")
         if isinstance(sid, str) and sid not in ids:
-            issues.append(AtifIssue(f"{where}.observation.results[{j}].source_call_id", "observation_orphan",
-                                    f"observation result points at call {sid!r}, which is not a tool call of this step"))
+            issues.append(
+                AtifIssue(
+                    f"{where}.observation.results[{j}].source_call_id",
+                    "observation_orphan",
+                    f"observation result points at call {sid!r}, which is not a tool call of this step",
+                )
+            )
     return issues
 
 
@@ -197,7 +219,11 @@ class AtifDocument:
 
 def is_atif(doc: Any) -> bool:
     """True when ``doc`` looks like an ATIF trajectory (``steps`` list plus ``schema_version`` or ``session_id``)."""
-    return isinstance(doc, dict) and isinstance(doc.get("steps"), list) and ("schema_version" in doc or "session_id" in doc)
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("steps"), list)
+        and ("schema_version" in doc or "session_id" in doc)
+    )
 
 
 def decode_arguments(raw: Any) -> tuple[dict[str, Any] | None, bool]:
@@ -231,8 +257,11 @@ def _call(tc: Any, j: int) -> AtifCall:
     if name is None:
         problem = f"tool_calls[{j}] has no function_name"
     elif args is None:
-        problem = (f"tool_calls[{j}].arguments is not valid JSON" if isinstance(raw, str)
-                   else f"tool_calls[{j}].arguments is {type(raw).__name__}, not an object")
+        problem = (
+            f"tool_calls[{j}].arguments is not valid JSON"
+            if isinstance(raw, str)
+            else f"tool_calls[{j}].arguments is {type(raw).__name__}, not an object"
+        )
     return AtifCall(j, cid, name, args, raw, problem=problem, double_encoded=twice)
 
 
@@ -281,19 +310,27 @@ def read_document(doc: Any) -> AtifDocument:
     docstring). A value that is not ATIF at all gives a document with a ``not_atif`` error and no steps."""
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         if not isinstance(doc, dict):
-            issue = AtifIssue("$", "wrong_type", f"not an ATIF trajectory: expected an object, got {type(doc).__name__}")
+            issue = AtifIssue(
+                "$", "wrong_type", f"not an ATIF trajectory: expected an object, got {type(doc).__name__}"
+            )
         elif "steps" not in doc:
             issue = AtifIssue("$", "missing_key", "not an ATIF trajectory: no 'steps' list")
         else:
-            issue = AtifIssue("$.steps", "wrong_type", f"not an ATIF trajectory: steps is {type(doc['steps']).__name__}, not a list")
+            issue = AtifIssue(
+                "$.steps", "wrong_type", f"not an ATIF trajectory: steps is {type(doc['steps']).__name__}, not a list"
+            )
         return AtifDocument(doc, None, None, {}, {}, [], [issue], [], not_atif=True)
     errors: list[AtifIssue] = []
     warnings: list[AtifIssue] = []
     version = doc.get("schema_version")
     if version is None:
-        warnings.append(AtifIssue("$.schema_version", "missing_key", f"no schema_version; read as {ATIF_SCHEMA_VERSION}"))
+        warnings.append(
+            AtifIssue("$.schema_version", "missing_key", f"no schema_version; read as {ATIF_SCHEMA_VERSION}")
+        )
     elif not isinstance(version, str) or not version.startswith("ATIF-v1"):
-        errors.append(AtifIssue("$.schema_version", "bad_value", f"unsupported version {version!r:.40} (expected ATIF-v1.x)"))
+        errors.append(
+            AtifIssue("$.schema_version", "bad_value", f"unsupported version {version!r:.40} (expected ATIF-v1.x)")
+        )
     sid = doc.get("session_id")
     if sid is None:
         errors.append(AtifIssue("$.session_id", "missing_key", "missing session_id"))
@@ -307,14 +344,23 @@ def read_document(doc: Any) -> AtifDocument:
             continue
         step = _step(raw, i)
         if step.step_id != expected:
-            warnings.append(AtifIssue(f"$.steps[{i}].step_id", "step_id_not_sequential",
-                                      f"step_id {step.step_id!r} where {expected} was expected; steps are renumbered"))
-            expected = step.step_id if isinstance(step.step_id, int) and not isinstance(step.step_id, bool) else expected
+            warnings.append(
+                AtifIssue(
+                    f"$.steps[{i}].step_id",
+                    "step_id_not_sequential",
+                    f"step_id {step.step_id!r} where {expected} was expected; steps are renumbered",
+                )
+            )
+            expected = (
+                step.step_id if isinstance(step.step_id, int) and not isinstance(step.step_id, bool) else expected
+            )
         expected += 1
         steps.append(step)
     agent = doc["agent"] if isinstance(doc.get("agent"), dict) else {}
     extra = doc["extra"] if isinstance(doc.get("extra"), dict) else {}
-    return AtifDocument(doc, sid if isinstance(sid, str) and sid else None, version, agent, extra, steps, errors, warnings)
+    return AtifDocument(
+        doc, sid if isinstance(sid, str) and sid else None, version, agent, extra, steps, errors, warnings
+    )
 
 
 # -- the trust rule ---------------------------------------------------------------------------------

@@ -86,15 +86,21 @@ def export_key(home: Path, *, create: bool = False) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise ActionError(f"cannot read the export key {path}: {e.strerror or e}",
-                          f"make {path} a regular file readable by this user (mode 0600), or delete it to start a new key") from None
+        raise ActionError(
+            f"cannot read the export key {path}: {e.strerror or e}",
+            f"make {path} a regular file readable by this user (mode 0600), or delete it to start a new key",
+        ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ActionError(f"the export key {path} is not a regular file", f"delete {path}; the next export creates a new key")
+            raise ActionError(
+                f"the export key {path} is not a regular file", f"delete {path}; the next export creates a new key"
+            )
         if st.st_mode & 0o077:
-            raise ActionError(f"the export key {path} is readable by other users (mode {stat.S_IMODE(st.st_mode):o})",
-                              f"run `chmod 600 {path}` (anyone who can read it can forge verified exports)")
+            raise ActionError(
+                f"the export key {path} is readable by other users (mode {stat.S_IMODE(st.st_mode):o})",
+                f"run `chmod 600 {path}` (anyone who can read it can forge verified exports)",
+            )
         text = os.read(fd, 1024).decode("ascii", errors="replace").strip()
     finally:
         os.close(fd)
@@ -103,7 +109,9 @@ def export_key(home: Path, *, create: bool = False) -> bytes | None:
     except ValueError:
         key = b""
     if len(key) < 32:
-        raise ActionError(f"the export key {path} is not 64 hex digits", f"delete {path}; the next export creates a new key")
+        raise ActionError(
+            f"the export key {path} is not 64 hex digits", f"delete {path}; the next export creates a new key"
+        )
     return key
 
 
@@ -176,8 +184,15 @@ def verify(doc: Any, key: bytes | None, kind: SignedKind) -> Verification:
     _, sig = _without_signature(doc, kind)
     if sig is None:
         return Verification("unsigned")
-    if not isinstance(sig, dict) or sig.get("scheme") != SCHEME or sig.get("kind") != kind or not isinstance(sig.get("mac"), str):
-        return Verification("malformed", sig.get("key_id") if isinstance(sig, dict) and isinstance(sig.get("key_id"), str) else None)
+    if (
+        not isinstance(sig, dict)
+        or sig.get("scheme") != SCHEME
+        or sig.get("kind") != kind
+        or not isinstance(sig.get("mac"), str)
+    ):
+        return Verification(
+            "malformed", sig.get("key_id") if isinstance(sig, dict) and isinstance(sig.get("key_id"), str) else None
+        )
     kid = sig.get("key_id") if isinstance(sig.get("key_id"), str) else None
     if key is None:
         return Verification("no_key", kid)

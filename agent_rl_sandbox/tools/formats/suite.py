@@ -23,5 +23,9 @@ VERDICT_EXPECTATION: dict[str, Any] = {"kind": STORE_VERDICT_KIND, "status": "pa
 def verdict_artifact(session_id: str, passed: bool | None, reward: float | None) -> dict[str, Any]:
     """The artifact carrying one trajectory's store verdict."""
     verdict = "unscored" if passed is None else ("passed" if passed else "failed")
-    return {"kind": STORE_VERDICT_KIND, "name": session_id, "status": verdict,
-            "content": f"store verdict: {verdict}, reward {reward}"}
+    return {
+        "kind": STORE_VERDICT_KIND,
+        "name": session_id,
+        "status": verdict,
+        "content": f"store verdict: {verdict}, reward {reward}",
+    }

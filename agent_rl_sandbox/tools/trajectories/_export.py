@@ -75,7 +75,7 @@ from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import ExportFile, ExportManifest, TrajectorySummary
 from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.formats.signing import sign
+from agent_rl_sandbox.tools.formats.signing import SignedKind, sign
 from agent_rl_sandbox.tools.formats.suite import STORE_SCORE_FIELD, VERDICT_EXPECTATION, verdict_artifact
 from agent_rl_sandbox.tools.store import TrajectoryRepository, new_id, normalise_time, utcnow
 from agent_rl_sandbox.tools.trajectories._atif import atif_document
@@ -88,7 +88,7 @@ from agent_rl_sandbox.tools.trajectories._convert import (
     text_only_messages,
 )
 
-SIGNED_FORMATS = {"atif": "atif", "suite": "suite"}
+SIGNED_FORMATS: dict[str, SignedKind] = {"atif": "atif", "suite": "suite"}
 """Exports signed with the home's export key, and the signature kind of each."""
 MINIMIND_PLACEHOLDER = "无"
 """The final assistant placeholder MiniMind's README uses for RLAIF/agentic prompt rows."""

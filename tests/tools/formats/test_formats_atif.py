@@ -18,12 +18,26 @@ from agent_rl_sandbox.tools.trajectories import import_file
 ROOT = Path(__file__).resolve().parents[3]
 MIXED = ROOT / "tests" / "fixtures" / "imports" / "atif" / "mixed.atif.jsonl"
 SAMPLE = next(
-    (p for p in (ROOT / "tests" / "fixtures" / "samples" / "atif" / "openhands__hello-world.trajectory.json",
-                 Path("/work/shared/samples/atif/openhands__hello-world.trajectory.json")) if p.is_file()),
+    (
+        p
+        for p in (
+            ROOT / "tests" / "fixtures" / "samples" / "atif" / "openhands__hello-world.trajectory.json",
+            Path("/work/shared/samples/atif/openhands__hello-world.trajectory.json"),
+        )
+        if p.is_file()
+    ),
     None,
 )
 EDIT_SPEC = RewardSpec.model_validate(
-    {"criteria": [{"id": "edited", "type": "required_action", "action": {"tool": "str_replace_editor", "args_contains": ["hello.txt"]}}]}
+    {
+        "criteria": [
+            {
+                "id": "edited",
+                "type": "required_action",
+                "action": {"tool": "str_replace_editor", "args_contains": ["hello.txt"]},
+            }
+        ]
+    }
 )
 
 
@@ -65,8 +79,10 @@ def test_score_of_an_atif_jsonl_lists_broken_lines_with_their_code(tmp_path):
 
 
 def test_integrity_rules_hold_on_stored_steps_and_raw_dicts_alike():
-    step = {"tool_calls": [{"tool_call_id": "a"}, {"tool_call_id": "a"}, {"tool_call_id": ["unhashable"]}],
-            "observation": {"results": [{"source_call_id": "zz"}, "not-a-result", {"source_call_id": 7}]}}
+    step = {
+        "tool_calls": [{"tool_call_id": "a"}, {"tool_call_id": "a"}, {"tool_call_id": ["unhashable"]}],
+        "observation": {"results": [{"source_call_id": "zz"}, "not-a-result", {"source_call_id": 7}]},
+    }
     issues = integrity_issues(step, "$.steps[4]")
     assert [(i.path, i.code) for i in issues] == [
         ("$.steps[4].tool_calls[1].tool_call_id", "duplicate_tool_call_id"),

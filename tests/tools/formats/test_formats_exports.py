@@ -37,13 +37,22 @@ def world(tmp_path_factory):
     sb.claim(io.SandboxClaimInput(sandbox_id=good.sandbox_id, paths=["shopcart/pricing.py"]))
     sb.write_file(io.SandboxWriteFileInput(sandbox_id=good.sandbox_id, path="shopcart/pricing.py", content=FIXED))
     sb.exec(io.SandboxExecInput(sandbox_id=good.sandbox_id, command="python -m pytest -q"))
-    sb.finish(io.SandboxFinishInput(sandbox_id=good.sandbox_id, message="Ran python -m pytest -q after the edit: all tests passed."))
+    sb.finish(
+        io.SandboxFinishInput(
+            sandbox_id=good.sandbox_id, message="Ran python -m pytest -q after the edit: all tests passed."
+        )
+    )
     bad = sb.reset(io.SandboxResetInput(task_id=TASK, agent_name="careless"))
     sb.write_file(io.SandboxWriteFileInput(sandbox_id=bad.sandbox_id, path="shopcart/pricing.py", content=FIXED))
     sb.finish(io.SandboxFinishInput(sandbox_id=bad.sandbox_id, message="Fixed it. All tests pass."))
     store_report = score_store(s, task_id=TASK)
-    yield {"services": s, "home": home, "good": good.session_id, "bad": bad.session_id,
-           "store": {t.session_id: t for t in store_report.trajectories}}
+    yield {
+        "services": s,
+        "home": home,
+        "good": good.session_id,
+        "bad": bad.session_id,
+        "store": {t.session_id: t for t in store_report.trajectories},
+    }
     s.close()
 
 
@@ -141,7 +150,11 @@ def test_suite_export_then_gate_gives_the_store_verdict(world, tmp_path):
     doc = json.loads(r.stdout)
     by = {t["session_id"]: t for t in doc["trajectories"]}
     for sid, stored in world["store"].items():
-        assert (by[sid]["reward"], by[sid]["passed"], by[sid]["trust"]) == (stored.reward, stored.passed, "verified_export")
+        assert (by[sid]["reward"], by[sid]["passed"], by[sid]["trust"]) == (
+            stored.reward,
+            stored.passed,
+            "verified_export",
+        )
     assert doc["gate"]["passed"] is False
     only_good = _export(world, "suite", tmp_path / "good", agent_name="good")
     r = _cli_score(world, only_good)
