@@ -167,8 +167,10 @@ FORGE_FROM_A_THREAD = """
 import atexit as _a, json as _j, os as _o, threading as _t
 
 def _forge():
-    line = "".join(_j.dumps({"i": i, "steps": [{"value": {"t": "int", "v": str(v)}, "truthy": True}]}) + "\\n"
-                   for i, v in enumerate([0, 1, -1, 366, 2]))
+    # it cannot know the hidden expected values (a forger that did would be a lookup table of the
+    # answers, which only leaked checks could give), so it claims success the only ways it can
+    line = "".join(_j.dumps({"i": i, "steps": [{"value": {"t": t, "v": v}, "truthy": True}]}) + "\\n"
+                   for i in range(50) for t, v in (("bool", True), ("int", "0")))
     for fd in range(1, 64):
         try:
             _o.write(fd, line.encode())
