@@ -384,16 +384,17 @@ class _Scored:
                     evidence=Evidence(step_ids=[r.matched_index + 1] if r.matched else []),
                 )
             )
-        for j, (r, idx) in enumerate(zip(self.evidence_results, self.evidence_index, strict=True)):
+        for j, (ev, idx) in enumerate(zip(self.evidence_results, self.evidence_index, strict=True)):
             crits.append(
                 CriterionResult(
                     id=f"expected_evidence_{j}",
                     type="expected_evidence",
-                    status="pass" if r.matched else "fail",
-                    value=1.0 if r.matched else 0.0,
+                    status="pass" if ev.matched else "fail",
+                    value=1.0 if ev.matched else 0.0,
                     weight=1.0,
-                    explanation=f"{r.kind} artifact containing {r.contains}: " + (f"artifact #{idx}" if r.matched else "none"),
-                    evidence=Evidence(exit_codes=[r.exit_code] if r.matched and r.exit_code is not None else []),
+                    explanation=f"{ev.kind} artifact containing {ev.contains}: "
+                    + (f"artifact #{idx}" if ev.matched else "none"),
+                    evidence=Evidence(exit_codes=[ev.exit_code] if ev.matched and ev.exit_code is not None else []),
                 )
             )
         warnings = []
@@ -493,10 +494,10 @@ def _score_suite(suite: PortDaddySuite, source: str, doc: dict | None) -> EvalRe
         native.append(_Scored(task, traj, order, default_pass, raw_t, raw_tr).score_report(sid))
     rows = []
     for t, raw_t in zip(suite.tasks, raw_tasks, strict=True):
-        traj, raw_tr = last_by_task.get(t.id, (None, None))
-        scored = _Scored(t, traj, order, default_pass, raw_t, raw_tr)
+        last, raw_last = last_by_task.get(t.id, (None, None))
+        scored = _Scored(t, last, order, default_pass, raw_t, raw_last)
         rows.append(scored.row(attempts.get(t.id, 0)))
-        if traj is None and tasks_by_id[t.id][0] is t:
+        if last is None and tasks_by_id[t.id][0] is t:
             warnings.append(f"task {t.id!r} has no trajectory; it is scored as an empty attempt")
             native.append(scored.score_report(f"{t.id}#missing"))
         elif attempts.get(t.id, 0) > 1 and tasks_by_id[t.id][0] is t:

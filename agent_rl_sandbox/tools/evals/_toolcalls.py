@@ -92,7 +92,10 @@ def parse_tool_calls(text: Any) -> tuple[list[ParsedToolCall], list[ToolCallErro
                 index += 1
                 continue
             parsed = _parse_block(index, text[open_end : m.start()])
-            (calls if isinstance(parsed, ParsedToolCall) else errors).append(parsed)
+            if isinstance(parsed, ParsedToolCall):
+                calls.append(parsed)
+            else:
+                errors.append(parsed)
             index += 1
             open_end = None
         else:

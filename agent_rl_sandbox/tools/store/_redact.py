@@ -141,6 +141,7 @@ class Redactor:
             kind = slug(cls.secret_type)
             if class_name == "PrivateKeyDetector":
                 continue  # its patterns match the header line only: whole blocks are handled below
+            pats: list[tuple[re.Pattern[str], int | None, bool]]
             if class_name == "KeywordDetector":
                 from detect_secrets.plugins.keyword import QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
 
