@@ -42,6 +42,8 @@ class SandboxRecord:
     """Repo-relative paths claimed in this episode, in claim order."""
     created_at: str
     updated_at: str
+    owner: str | None = None
+    """The owner id of the caller that created the sandbox (``None``: made before owners were stored)."""
 
 
 def _record(row: Any) -> SandboxRecord:
@@ -56,6 +58,7 @@ def _record(row: Any) -> SandboxRecord:
         claims=tuple(json.loads(row["claims_json"])),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        owner=row["owner"],
     )
 
 
@@ -85,6 +88,7 @@ class SandboxRepository:
         status: str,
         isolation: str,
         session_id: str,
+        owner: str | None = None,
     ) -> None:
         """Insert a new sandbox with no claims. Raises ``sqlalchemy.exc.IntegrityError`` for
         a taken ``sandbox_id`` or an unknown ``session_id``."""
@@ -102,6 +106,7 @@ class SandboxRepository:
                     claims_json="[]",
                     created_at=now,
                     updated_at=now,
+                    owner=owner,
                 )  # fmt: skip
             )
 

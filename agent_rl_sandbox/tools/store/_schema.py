@@ -12,6 +12,8 @@ Tables:
   step id for idempotent retries; ``data_json`` is the whole redacted step.
 - ``sandboxes``: one row per sandbox (its task, trajectory, working copy path, base commit, status,
   isolation kind and claimed paths as a JSON list).
+- ``owner`` (``trajectories`` and ``sandboxes``, revision 0002): the owner id of the caller that created
+  the row (``agent_rl_sandbox.tools._caller``); ``NULL`` on rows from before it (they belong to no agent).
 - ``hook_pending``: hook events waiting for their partner (a PreToolUse until its PostToolUse, a Stop
   until the turn really ends); redacted like steps and deleted when they become steps.
 - ``ars_meta``: key/value rows. ``schema_version`` is the marker of the hand-written schema versions
@@ -65,6 +67,7 @@ trajectories = Table(
     Column("external_id", String(200), index=True),
     Column("origin", String(40)),
     Column("meta_json", Text),
+    Column("owner", String(64), index=True),
 )
 
 steps = Table(
@@ -93,6 +96,7 @@ sandboxes = Table(
     Column("claims_json", Text, nullable=False, default="[]"),
     Column("created_at", String(40), nullable=False),
     Column("updated_at", String(40), nullable=False),
+    Column("owner", String(64)),
 )
 
 hook_pending = Table(

@@ -111,6 +111,7 @@ class TrajectoryRepository:
         origin,
         external_id,
         meta,
+        owner=None,
     ) -> dict:
         return dict(
             session_id=sid,
@@ -127,6 +128,7 @@ class TrajectoryRepository:
             origin=origin,
             external_id=external_id,
             meta_json=json.dumps(meta, sort_keys=True, default=str) if meta else None,
+            owner=owner,
         )
 
     def start(
@@ -142,9 +144,11 @@ class TrajectoryRepository:
         origin: str | None = None,
         external_id: str | None = None,
         meta: dict | None = None,
+        owner: str | None = None,
     ) -> TrajectorySummary:
-        """Create a running trajectory and return its summary. Raises :class:`StoreError` for an
-        unknown ``parent_session_id`` and ``sqlalchemy.exc.IntegrityError`` for a taken ``session_id``."""
+        """Create a running trajectory and return its summary. ``owner`` is the creating caller's owner
+        id. Raises :class:`StoreError` for an unknown ``parent_session_id`` and
+        ``sqlalchemy.exc.IntegrityError`` for a taken ``session_id``."""
         agent_info = agent if isinstance(agent, AgentInfo) else AgentInfo(**(agent or {}))
         sid = session_id or new_id("traj")
         if origin is None and sandbox_id is not None:
@@ -162,6 +166,7 @@ class TrajectoryRepository:
             origin=origin,
             external_id=external_id,
             meta=meta,
+            owner=owner,
         )
         with self._tx() as conn:
             if parent_session_id is not None:
@@ -519,6 +524,18 @@ class TrajectoryRepository:
             ).scalars()
             return [Step.model_validate_json(d) for d in datas]
 
+    def owners(self, session_ids: Sequence[str]) -> dict[str, str | None]:
+        """The stored owner id of each known trajectory in ``session_ids`` (``None``: no owner)."""
+        if not session_ids:
+            return {}
+        with self._read.connect() as conn:
+            rows = conn.execute(
+                select(trajectories.c.session_id, trajectories.c.owner).where(
+                    trajectories.c.session_id.in_(builtins.list(session_ids))
+                )
+            ).all()
+        return {sid: owner for sid, owner in rows}
+
     def score_json(self, session_id: str) -> dict | None:
         with self._read.connect() as conn:
             row = self._row(conn, session_id)
@@ -538,9 +555,12 @@ class TrajectoryRepository:
         created_after: str | None = None,
         created_before: str | None = None,
         min_reward: float | None = None,
+        visible_to: str | None = None,
     ):
         c = trajectories.c
         q = select(trajectories)
+        if visible_to is not None:  # an agent: its own rows, and nobody else's held-out ones
+            q = q.where(or_(c.owner == visible_to, c.split.is_(None), c.split != "heldout"))
         if task_id is not None:
             q = q.where(c.task_id == task_id)
         if behaviour is not None:
@@ -577,7 +597,8 @@ class TrajectoryRepository:
 
         Filters: ``task_id``, ``behaviour``, ``agent_name``, ``passed``, ``status``, ``outcome`` (one of
         :data:`OUTCOMES`), ``split``, ``origin`` (``hook`` matches ``hook:claude-code``),
-        ``created_after`` / ``created_before`` (ISO-8601; after is inclusive), ``min_reward``.
+        ``created_after`` / ``created_before`` (ISO-8601; after is inclusive), ``min_reward``,
+        ``visible_to`` (an agent's owner id: its own rows plus other owners' rows that are not held out).
         Raises ``ValueError`` for a malformed time and :class:`StoreError` for an unknown outcome.
         """
         q = self._filtered(**filters)
