@@ -96,8 +96,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         DESTRUCTIVE,
         SandboxService.reset,
         "Create a fresh sandbox for a task (or return an existing sandbox to its base commit, discarding "
-        "its changes) and start recording a new trajectory. Returns the sandbox_id, the instruction to "
-        "follow, the files, the isolation in force and the limits.",
+        "its changes) and start recording a new trajectory. Returns the sandbox_id (yours alone: keep it; other "
+        "sessions can neither see nor use it), the instruction to follow, the files, the isolation in force and "
+        "the limits.",
         slow=True,
     ),
     ToolSpec(
@@ -211,7 +212,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "trajectory_list", io.TrajectoryListInput, io.TrajectoryListOutput, READ_ONLY, TrajectoryService.list,
         "List trajectories newest first, filtered by task_id, behaviour, agent_name, outcome (passed, failed, "
-        "unscored, running), split, origin and created_after/created_before; page with offset/next_offset.",
+        "unscored, running), split, origin and created_after/created_before; page with offset/next_offset. You see "
+        "your own trajectories and other sessions' train ones (without their sandbox ids), never their held-out ones.",
     ),
     ToolSpec(
         "trajectory_export", io.TrajectoryExportInput, io.TrajectoryExportOutput, ADDITIVE, TrajectoryService.export,

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.schemas.task import ScriptedTrajectory
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, dict[str, Any] | None, str]]]
@@ -83,17 +84,17 @@ async def play_script(
     return Episode(agent, task_id, sandbox_id, reset["session_id"], finish, errors)
 
 
-def service_caller(sandbox: Any) -> ToolCaller:
-    """A :data:`ToolCaller` over a ``SandboxService`` in process (no MCP), mapping ``ActionError`` to
-    an error result the way the MCP adapter does. Raises :class:`ScriptError` for a tool not in
-    :data:`SCRIPT_TOOLS`."""
+def service_caller(sandbox: Any, caller: Caller = OPERATOR) -> ToolCaller:
+    """A :data:`ToolCaller` over a ``SandboxService`` in process (no MCP), acting for ``caller`` and
+    mapping ``ActionError`` to an error result the way the MCP adapter does. Raises
+    :class:`ScriptError` for a tool not in :data:`SCRIPT_TOOLS`."""
 
     async def call(tool: str, args: dict[str, Any]):
         if tool not in SCRIPT_TOOLS:
             raise ScriptError(f"a script calls {tool!r}; scripts may only use {', '.join(SCRIPT_TOOLS)}")
         method, model = SCRIPT_TOOLS[tool]
         try:
-            out = getattr(sandbox, method)(model(**args))
+            out = getattr(sandbox, method)(model(**args), caller)
         except ActionError as e:
             return True, None, e.agent_text()
         return False, out.model_dump(mode="json"), ""
@@ -101,11 +102,12 @@ def service_caller(sandbox: Any) -> ToolCaller:
     return call
 
 
-def play_task_script(sandbox: Any, task_id: str, name: str, *, agent: str) -> Episode:
-    """Play ``solution/<name>.json`` of ``task_id`` straight against ``sandbox`` (synchronous).
+def play_task_script(sandbox: Any, task_id: str, name: str, *, agent: str, caller: Caller = OPERATOR) -> Episode:
+    """Play ``solution/<name>.json`` of ``task_id`` straight against ``sandbox`` (synchronous), acting
+    for ``caller``.
 
     Raises ``ActionError`` for an unknown task or a missing/malformed script, :class:`ScriptError`
     when the script cannot be played."""
     script, script_dir = sandbox.task(task_id).scripted(name)
-    run = functools.partial(play_script, service_caller(sandbox), task_id, script, script_dir, agent=agent)
+    run = functools.partial(play_script, service_caller(sandbox, caller), task_id, script, script_dir, agent=agent)
     return anyio.run(run)

@@ -59,6 +59,7 @@ from agent_rl_sandbox.schemas.tools import (
 )
 from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, ToolCall
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_readable
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
 from agent_rl_sandbox.tools.evals._actions import (
@@ -74,7 +75,7 @@ from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
 from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
 from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
-from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, sandbox_capability
+from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
     Isolation,
@@ -106,6 +107,11 @@ def _copy_tree(src: Path, dst: Path) -> None:
 
 class SandboxService:
     """Tasks, sandboxes and their recorded trajectories.
+
+    Every method that names a sandbox or a trajectory takes the :class:`Caller` it acts for (the MCP
+    adapter passes one per session; direct callers default to the operator): a sandbox and its
+    trajectories belong to the caller that created it, and another caller's action is refused
+    before anything is read, run or recorded (:mod:`._ownership`).
 
     Thread-safe: one lock per sandbox serialises actions on the same sandbox; different sandboxes
     proceed in parallel. Raises :class:`ActionError` (with a next step) for anything an agent can fix.
@@ -260,8 +266,13 @@ class SandboxService:
             "logs": root / "logs",
         }
 
-    def _open_sandbox(self, sandbox_id: str) -> tuple[SandboxRecord, Task, WorkingCopy, dict[str, Path]]:
+    def _owned(self, sandbox_id: str, caller: Caller) -> SandboxRecord:
         row = self.store.sandboxes.get(sandbox_id)
+        ensure_sandbox_owner(caller, row.owner, sandbox_id)
+        return row
+
+    def _open_sandbox(self, sandbox_id: str, caller: Caller) -> tuple[SandboxRecord, Task, WorkingCopy, dict[str, Path]]:
+        row = self._owned(sandbox_id, caller)
         if row.status != "open":
             raise ActionError(
                 f"sandbox {sandbox_id} is {row.status}",
@@ -271,14 +282,14 @@ class SandboxService:
         dirs = self._dirs(sandbox_id)
         return row, task, WorkingCopy(dirs["git"], dirs["repo"]), dirs
 
-    def reset(self, inp: SandboxResetInput) -> SandboxResetOutput:
+    def reset(self, inp: SandboxResetInput, caller: Caller = OPERATOR) -> SandboxResetOutput:
         """Create a sandbox for ``task_id`` (or return ``sandbox_id`` to its base commit) and start
         a new trajectory for the episode. Also cleans up idle sandboxes now and then."""
         task = self.task(inp.task_id)
         self._maybe_reap()
         t0 = time.perf_counter()
         if inp.sandbox_id is not None:
-            row = self.store.sandboxes.get(inp.sandbox_id)
+            row = self._owned(inp.sandbox_id, caller)
             if row.task_id != task.id:
                 raise ActionError(
                     f"sandbox {inp.sandbox_id} holds task {row.task_id}, not {task.id}",
@@ -315,12 +326,15 @@ class SandboxService:
             behaviour=task.config.behaviour,
             split=task.config.split,
             sandbox_id=sandbox_id,
+            owner=caller.owner_id if inp.sandbox_id is None else row.owner,
         )
         fields = dict(
             session_id=traj.session_id, status="open", isolation=self.isolation.kind, base_commit=base_commit
         )
         if inp.sandbox_id is None:
-            self.store.sandboxes.add(sandbox_id=sandbox_id, task_id=task.id, path=str(dirs["root"]), **fields)
+            self.store.sandboxes.add(
+                sandbox_id=sandbox_id, task_id=task.id, path=str(dirs["root"]), owner=caller.owner_id, **fields
+            )
         else:
             self.store.sandboxes.update(sandbox_id, claims=[], **fields)
         files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
@@ -480,11 +494,11 @@ class SandboxService:
         return [p for p in paths if task.config.protected_paths and covered(p, task.config.protected_paths)]
 
     # -- actions -------------------------------------------------------------------------------
-    def exec(self, inp: SandboxExecInput) -> SandboxExecOutput:
+    def exec(self, inp: SandboxExecInput, caller: Caller = OPERATOR) -> SandboxExecOutput:
         """Run a shell command in the sandbox under its isolation and limits; records a step.
 
         A command matching one of the task's forbidden patterns is refused (and recorded)."""
-        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
+        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         args = {"command": inp.command} | ({"timeout_seconds": inp.timeout_seconds} if inp.timeout_seconds else {})
         self._check_tool(row, task, "sandbox_exec", args)
         if not inp.command.strip():
@@ -634,10 +648,10 @@ class SandboxService:
         finally:
             shutil.rmtree(d["base"], ignore_errors=True)
 
-    def read_file(self, inp: SandboxReadFileInput) -> SandboxReadFileOutput:
+    def read_file(self, inp: SandboxReadFileInput, caller: Caller = OPERATOR) -> SandboxReadFileOutput:
         """Read part of a file inside the sandbox (records a step). Symlinks leading outside,
         devices, FIFOs and sockets are refused (and recorded)."""
-        row, task, _wc, dirs = self._open_sandbox(inp.sandbox_id)
+        row, task, _wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         args = {"path": inp.path, "offset": inp.offset, "max_bytes": inp.max_bytes}
         tool = "sandbox_read_file"
         self._check_tool(row, task, tool, args)
@@ -670,11 +684,11 @@ class SandboxService:
             next_offset=end if truncated else None,
         )
 
-    def write_file(self, inp: SandboxWriteFileInput) -> SandboxWriteFileOutput:
+    def write_file(self, inp: SandboxWriteFileInput, caller: Caller = OPERATOR) -> SandboxWriteFileOutput:
         """Write a whole file inside the sandbox (records a step; warns when the path is unclaimed
         or protected). Paths escaping the sandbox, symlinks, hard-linked files, devices, FIFOs and
         sockets are refused (and recorded)."""
-        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
+        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         args = {"path": inp.path, "content": inp.content}
         tool = "sandbox_write_file"
         self._check_tool(row, task, tool, args)
@@ -723,11 +737,11 @@ class SandboxService:
         )
         return SandboxWriteFileOutput(step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning)
 
-    def claim(self, inp: SandboxClaimInput) -> SandboxClaimOutput:
+    def claim(self, inp: SandboxClaimInput, caller: Caller = OPERATOR) -> SandboxClaimOutput:
         """Claim files or folders before editing them (records a step). The repo root, globs and
         claims that make the episode's claims too broad (see ``schemas.reward._SpecificClaims``)
         are refused (and recorded)."""
-        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
+        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         args = {"paths": inp.paths, "reason": inp.reason}
         self._check_tool(row, task, "sandbox_claim", args)
         rels = []
@@ -761,9 +775,9 @@ class SandboxService:
         )
         return SandboxClaimOutput(step_id=step_id, claims=claims[: self.settings.max_result_items])
 
-    def state(self, inp: SandboxStateInput) -> SandboxStateOutput:
+    def state(self, inp: SandboxStateInput, caller: Caller = OPERATOR) -> SandboxStateOutput:
         """Diff summary, claims, commands run, isolation and limits of a sandbox (read-only)."""
-        row = self.store.sandboxes.get(inp.sandbox_id)
+        row = self._owned(inp.sandbox_id, caller)
         task = self.task(row.task_id)
         dirs = self._dirs(inp.sandbox_id)
         wc = WorkingCopy(dirs["git"], dirs["repo"])
@@ -813,12 +827,12 @@ class SandboxService:
             base_paths=tuple(p for p in wc.git("ls-tree", "-r", "-z", "--name-only", base_tree).decode("utf-8", "surrogateescape").split("\0") if p),
         )
 
-    def finish(self, inp: SandboxFinishInput) -> SandboxFinishOutput:
+    def finish(self, inp: SandboxFinishInput, caller: Caller = OPERATOR) -> SandboxFinishOutput:
         """End the episode: record the final message, judge the recorded final tree with the task's
         hidden checks (:func:`._verify.verify`: the trusted runner, never in a process the agent's
         code shares), score the trajectory, close it, and remove the working copy (its final tree
         stays in git)."""
-        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id)
+        row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         sid = row.session_id
         with self._lock(inp.sandbox_id):
             final_tree = wc.snapshot()
@@ -876,13 +890,17 @@ class SandboxService:
             isolation=self.isolation.detail,
         )
 
-    def eval_score(self, inp: EvalScoreInput) -> EvalScoreOutput:
+    def eval_score(self, inp: EvalScoreInput, caller: Caller = OPERATOR) -> EvalScoreOutput:
         """Re-score a finished trajectory from the store and its sandbox's final git tree.
 
         Deterministic: the same trajectory and task give a byte-identical report. Raises
         :class:`ActionError` for running or unknown trajectories.
         """
         traj = self.store.trajectories.get(inp.session_id)
+        known = self.tasks.get(traj.task_id) if traj.task_id else None
+        heldout = "heldout" in (traj.split, known.config.split if known else None)
+        owner = self.store.trajectories.owners([inp.session_id]).get(inp.session_id)
+        ensure_readable(caller, owner, heldout, inp.session_id)
         if traj.status != "finished":
             raise ActionError(f"trajectory {inp.session_id} is still running", "finish it with sandbox_finish first")
         if traj.task_id is None or traj.task_id not in self.tasks:

@@ -4,6 +4,12 @@ Provenance is enforced here, not trusted from the caller: a step logged through 
 is always ``agent`` (self-reported), whatever the client sends. Only sandbox tools record ``server``
 steps and only the hook command records ``hook`` steps; both write through the store directly.
 A trajectory's behaviour and split come from the task registry, never from the client.
+
+Ownership (:mod:`agent_rl_sandbox.tools._caller`): a trajectory belongs to the caller that started it
+(``trajectory_start``, or ``sandbox_reset`` for a sandbox's episode). Only its owner may log steps to it
+or finish it. An agent reading trajectories sees its own in full, other owners' train trajectories
+without their sandbox id and external id (capabilities of their owner), and never another owner's
+held-out trajectory: it is not listed, and ``trajectory_get`` refuses it.
 """
 
 from __future__ import annotations
@@ -27,9 +33,9 @@ from agent_rl_sandbox.schemas.tools import (
     TrajectoryStartInput,
     TrajectoryStartOutput,
 )
-from agent_rl_sandbox.schemas.trajectory import ImportReport
+from agent_rl_sandbox.schemas.trajectory import ImportReport, Step, TrajectorySummary
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools._caller import OPERATOR, Caller
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_owner, ensure_readable
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats.signing import export_key
 from agent_rl_sandbox.tools.store import StoreError, TrajectoryRepository
@@ -46,6 +52,12 @@ log = logging.getLogger(__name__)
 
 TaskInfo = Callable[[str], tuple[str | None, str | None] | None]
 """``task_id -> (behaviour, split)`` from the task registry, or ``None`` for an unknown task."""
+
+
+def _without(step: Step, sandbox_id: str) -> Step:
+    """``step`` with every occurrence of ``sandbox_id`` (e.g. in a printed path) replaced by ``<sandbox>``."""
+    raw = step.model_dump_json()
+    return step if sandbox_id not in raw else Step.model_validate_json(raw.replace(sandbox_id, "<sandbox>"))
 
 
 class TrajectoryService:
@@ -69,9 +81,26 @@ class TrajectoryService:
         info = self.task_info(task_id)
         return info[1] if info else None
 
+    def _heldout(self, s: TrajectorySummary) -> bool:
+        """Held out when stored so, or when its task is held out in the registry now."""
+        return s.split == "heldout" or bool(s.task_id and self._task_split(s.task_id) == "heldout")
+
+    def _ensure_writer(self, caller: Caller, session_id: str) -> None:
+        self.store.summary(session_id)  # unknown ids keep their own error
+        ensure_owner(
+            caller, self.store.owners([session_id]).get(session_id), "trajectory", session_id,
+            "log to a trajectory you started: call trajectory_start (or sandbox_reset) and use the session_id it returns",
+        )
+
+    @staticmethod
+    def _as_seen_by(caller: Caller, s: TrajectorySummary, owner: str | None) -> TrajectorySummary:
+        """``s`` without the fields that are capabilities of its owner, unless ``caller`` owns it."""
+        return s if caller.owns(owner) else s.model_copy(update={"sandbox_id": None, "external_id": None})
+
     # -- MCP tools -----------------------------------------------------------------------------
-    def start(self, inp: TrajectoryStartInput) -> TrajectoryStartOutput:
-        """Start a self-logged trajectory (idempotent on ``external_id``)."""
+    def start(self, inp: TrajectoryStartInput, caller: Caller = OPERATOR) -> TrajectoryStartOutput:
+        """Start a self-logged trajectory owned by ``caller`` (idempotent on ``external_id`` among the
+        caller's own running trajectories)."""
         behaviour = split = None
         if inp.task_id is not None:
             info = self.task_info(inp.task_id)
@@ -85,8 +114,10 @@ class TrajectoryService:
                  "tool_definitions": inp.tool_definitions}
         agent = {k: v for k, v in agent.items() if v is not None}
         if inp.external_id is not None:
-            for s in reversed(self.store.by_external_id(f"mcp:{inp.external_id}")):
-                if s.status == "running":
+            found = self.store.by_external_id(f"mcp:{inp.external_id}")
+            owners = self.store.owners([s.session_id for s in found])
+            for s in reversed(found):
+                if s.status == "running" and owners.get(s.session_id) == caller.owner_id:
                     return TrajectoryStartOutput(trajectory=s, created=False)
         if inp.parent_session_id is not None:
             parent = self.store.summary(inp.parent_session_id)
@@ -98,12 +129,14 @@ class TrajectoryService:
         summary = self.store.start(
             agent=agent, task_id=inp.task_id, behaviour=behaviour, split=split, origin="mcp",
             external_id=f"mcp:{inp.external_id}" if inp.external_id else None,
-            parent_session_id=inp.parent_session_id,
+            parent_session_id=inp.parent_session_id, owner=caller.owner_id,
         )
         return TrajectoryStartOutput(trajectory=summary, created=True)
 
-    def log_step(self, inp: TrajectoryLogStepInput) -> TrajectoryLogStepOutput:
-        """Append one step or a batch, atomically; always recorded as provenance ``agent``."""
+    def log_step(self, inp: TrajectoryLogStepInput, caller: Caller = OPERATOR) -> TrajectoryLogStepOutput:
+        """Append one step or a batch, atomically; always recorded as provenance ``agent``. Raises
+        :class:`ActionError` unless ``caller`` started the trajectory."""
+        self._ensure_writer(caller, inp.session_id)
         items = [inp.step] if inp.step is not None else list(inp.steps or [])
         payload = []
         for s in items:
@@ -121,8 +154,10 @@ class TrajectoryService:
             redactions=dict(res.redactions),
         )
 
-    def finish(self, inp: TrajectoryFinishInput) -> TrajectoryFinishOutput:
-        """Close a self-logged trajectory. Its reward stays unset: only scoring against verified state sets it."""
+    def finish(self, inp: TrajectoryFinishInput, caller: Caller = OPERATOR) -> TrajectoryFinishOutput:
+        """Close a self-logged trajectory the caller started. Its reward stays unset: only scoring against
+        verified state sets it."""
+        self._ensure_writer(caller, inp.session_id)
         summary = self.store.summary(inp.session_id)
         if summary.sandbox_id is not None:
             raise ActionError(
@@ -133,30 +168,39 @@ class TrajectoryService:
             raise StoreError(f"trajectory {inp.session_id} is already finished", "trajectory_get shows it")
         return TrajectoryFinishOutput(trajectory=self.store.finish(inp.session_id, final_message=inp.final_message or None))
 
-    def get(self, inp: TrajectoryGetInput) -> TrajectoryGetOutput:
-        """A page of a trajectory's steps plus the path of a file holding all of it."""
+    def get(self, inp: TrajectoryGetInput, caller: Caller = OPERATOR) -> TrajectoryGetOutput:
+        """A page of a trajectory's steps plus the path of a file holding all of it. Raises
+        :class:`ActionError` for another owner's held-out trajectory."""
+        summary = self.store.summary(inp.session_id)
+        owner = self.store.owners([inp.session_id]).get(inp.session_id)
+        ensure_readable(caller, owner, self._heldout(summary), inp.session_id)
         traj = self.store.get(inp.session_id)
         self.settings.reports_dir.mkdir(parents=True, exist_ok=True)
         path = self.settings.reports_dir / f"{inp.session_id}.trajectory.json"
         path.write_text(traj.model_dump_json(indent=2, exclude_none=True))
         page = traj.steps[inp.offset : inp.offset + inp.limit]
+        if traj.sandbox_id and not caller.owns(owner):  # command output may print the sandbox's path
+            page = [_without(s, traj.sandbox_id) for s in page]
         end = inp.offset + len(page)
-        summary = self.store.summary(inp.session_id)
         return TrajectoryGetOutput(
-            trajectory=summary,
+            trajectory=self._as_seen_by(caller, self.store.summary(inp.session_id), owner),
             steps=page,
             total_steps=len(traj.steps),
             next_offset=end if end < len(traj.steps) else None,
             full_path=str(path),
         )
 
-    def list(self, inp: TrajectoryListInput) -> TrajectoryListOutput:
-        """Trajectories matching the filters, newest first, one page at a time."""
+    def list(self, inp: TrajectoryListInput, caller: Caller = OPERATOR) -> TrajectoryListOutput:
+        """Trajectories matching the filters and visible to ``caller``, newest first, one page at a time."""
         filters = inp.model_dump(exclude={"limit", "offset"}, exclude_none=True)
+        if not caller.operator:
+            filters["visible_to"] = caller.owner_id
         try:
             rows, total = self.store.list(limit=inp.limit, offset=inp.offset, **filters)
         except ValueError as e:
             raise ActionError(f"bad time filter: {e}", "pass ISO-8601 times such as 2026-11-29T12:00:00Z") from None
+        owners = self.store.owners([s.session_id for s in rows])
+        rows = [self._as_seen_by(caller, s, owners.get(s.session_id)) for s in rows]
         end = inp.offset + len(rows)
         return TrajectoryListOutput(trajectories=rows, total=total, next_offset=end if end < total else None)
 

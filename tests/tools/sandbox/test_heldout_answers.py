@@ -4,7 +4,6 @@ real hidden verifier, real store and exports)."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -14,18 +13,21 @@ from agent_rl_sandbox.schemas.tools import (
     SandboxResetInput,
     TrajectoryExportInput,
     TrajectoryFinishInput,
+    TrajectoryGetInput,
+    TrajectoryListInput,
     TrajectoryLogStepInput,
     TrajectoryStartInput,
 )
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
-from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, sandbox_capability, verifier_counts
+from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, verifier_counts
 from agent_rl_sandbox.tools.sandbox._scripted import play_task_script
 from agent_rl_sandbox.tools.trajectories import ExportOptions
 
 HELDOUT = "claim-before-edit/heldout-1"
 TRAIN = "claim-before-edit"
+ALICE = Caller.agent("mcp:alice-session")
 MALLORY = Caller.agent("mcp:mallory-session")
 SOLUTION = (BUILTIN_TASKS_DIR / HELDOUT / "solution" / "files" / "slug.py").read_text()
 HIDDEN_IDS = ("python-3-12-released", "ALL CAPS", "all-caps", "one-two-three", "[case]", "got ")
@@ -33,11 +35,25 @@ HIDDEN_IDS = ("python-3-12-released", "ALL CAPS", "all-caps", "one-two-three", "
 sees (instruction, repo), and the markers of a check's line in the runner's report."""
 
 
-def test_sandbox_ids_are_unguessable_capabilities():
-    ids = {sandbox_capability() for _ in range(2000)}
-    assert len(ids) == 2000
-    for sid in list(ids)[:50]:
-        assert re.fullmatch(r"sbx_[A-Za-z0-9_-]{22}", sid), sid  # 22 url-safe characters = 128 bits
+def test_another_agents_passing_heldout_trajectory_is_not_readable(services):
+    ep = play_task_script(services.sandbox, HELDOUT, "oracle", agent="alice", caller=ALICE)
+    assert ep.finish["passed"] is True
+    tr = services.trajectories
+    for filters in ({}, {"task_id": HELDOUT}, {"outcome": "passed"}, {"split": "heldout"}):
+        listed = tr.list(TrajectoryListInput(**filters), MALLORY)
+        assert ep.session_id not in [s.session_id for s in listed.trajectories], filters
+        assert listed.total == 0, filters
+    with pytest.raises(ActionError, match="held-out trajectory; its contents are not shown") as e:
+        tr.get(TrajectoryGetInput(session_id=ep.session_id), MALLORY)
+    assert "Next step:" in e.value.agent_text() and "slugify" not in e.value.agent_text()
+    with pytest.raises(ActionError, match="held-out trajectory"):
+        services.sandbox.eval_score(EvalScoreInput(session_id=ep.session_id), MALLORY)
+    # its owner reads her own steps (they hold her own solution), and the operator sees everything
+    own = tr.get(TrajectoryGetInput(session_id=ep.session_id, limit=200), ALICE)
+    assert any("def slugify" in json.dumps(s.model_dump(mode="json")) for s in own.steps)
+    assert [s.session_id for s in tr.list(TrajectoryListInput(task_id=HELDOUT), ALICE).trajectories] == [ep.session_id]
+    assert tr.list(TrajectoryListInput(task_id=HELDOUT), OPERATOR).total == 1
+    assert services.sandbox.eval_score(EvalScoreInput(session_id=ep.session_id), ALICE).report.passed
 
 
 def _leaks(text: str) -> list[str]:
@@ -46,8 +62,8 @@ def _leaks(text: str) -> list[str]:
 
 def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
     sb = services.sandbox
-    reset = sb.reset(SandboxResetInput(task_id=HELDOUT, agent_name="alice"))
-    out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"))  # the bug is unfixed
+    reset = sb.reset(SandboxResetInput(task_id=HELDOUT, agent_name="alice"), ALICE)
+    out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"), ALICE)  # the bug is unfixed
     assert out.passed is False and out.verifier_exit_code == 1
     assert "hidden checks failed (exit 1): 3 of 6 passed" in out.verifier_output
     shown = out.model_dump_json()
@@ -55,15 +71,15 @@ def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
     # nor does anything stored for the episode, or the re-score an agent can ask for
     stored = json.dumps(services.store.trajectories.score_json(reset.session_id)) + open(out.report_path).read()
     stored += services.store.trajectories.get(reset.session_id).model_dump_json()
-    stored += sb.eval_score(EvalScoreInput(session_id=reset.session_id)).model_dump_json()
+    stored += sb.eval_score(EvalScoreInput(session_id=reset.session_id), ALICE).model_dump_json()
     assert _leaks(stored) == []
 
 
 def test_finish_on_a_train_task_still_shows_the_failing_tests(services):
     """The withholding is for held-out tasks only: on a train task the agent learns which tests failed."""
     sb = services.sandbox
-    reset = sb.reset(SandboxResetInput(task_id=TRAIN, agent_name="alice"))
-    out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"))
+    reset = sb.reset(SandboxResetInput(task_id=TRAIN, agent_name="alice"), ALICE)
+    out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"), ALICE)
     assert "apply_discount(1000, 10): got 100, expected 900" in out.verifier_output
     assert "5 of 10 passed" in out.verifier_output
 
@@ -90,10 +106,10 @@ def test_heldout_verifier_output_keeps_numbers_and_fixed_words_only(output, coun
     assert agent_verifier_output("heldout", None, "").startswith("hidden checks did not finish")
 
 
-def _self_logged_heldout_solution(services) -> str:
+def _self_logged_heldout_solution(services, caller: Caller) -> str:
     """A trajectory with no task id whose steps carry the held-out task's solution (the laundering attack)."""
     tr = services.trajectories
-    sid = tr.start(TrajectoryStartInput(agent_name="mallory")).trajectory.session_id
+    sid = tr.start(TrajectoryStartInput(agent_name="mallory"), caller).trajectory.session_id
     tr.log_step(
         TrajectoryLogStepInput(
             session_id=sid,
@@ -101,22 +117,23 @@ def _self_logged_heldout_solution(services) -> str:
                 {"source": "user", "message": "Write textutils/slug.py"},
                 {"source": "agent", "message": f"Here it is:\n```python\n{SOLUTION}```"},
             ],
-        )
+        ),
+        caller,
     )
-    tr.finish(TrajectoryFinishInput(session_id=sid, final_message="done"))
+    tr.finish(TrajectoryFinishInput(session_id=sid, final_message="done"), caller)
     return sid
 
 
 def test_a_trajectory_without_a_known_task_stays_out_of_exports_unless_included(services, tmp_path):
-    sid = _self_logged_heldout_solution(services)
+    sid = _self_logged_heldout_solution(services, MALLORY)
     tr = services.trajectories
     with pytest.raises(ActionError, match="skipped_unknown_task=1"):
         tr.export(TrajectoryExportInput(format="sft", min_reward=None), MALLORY)
     # an unknown task id is as unknown as none
-    other = tr.start(TrajectoryStartInput(agent_name="x")).trajectory.session_id
+    other = tr.start(TrajectoryStartInput(agent_name="x"), MALLORY).trajectory.session_id
     services.store.trajectories.update_meta(other, task_id="no-such-task")
-    tr.log_step(TrajectoryLogStepInput(session_id=other, step={"source": "agent", "message": SOLUTION}))
-    tr.finish(TrajectoryFinishInput(session_id=other))
+    tr.log_step(TrajectoryLogStepInput(session_id=other, step={"source": "agent", "message": SOLUTION}), MALLORY)
+    tr.finish(TrajectoryFinishInput(session_id=other), MALLORY)
     with pytest.raises(ActionError, match="skipped_unknown_task=2"):
         tr.export(TrajectoryExportInput(format="sft", min_reward=None), MALLORY)
     # only an explicit flag lets them in, and the manifest records it
@@ -127,7 +144,7 @@ def test_a_trajectory_without_a_known_task_stays_out_of_exports_unless_included(
 
 
 def test_an_agent_cannot_export_heldout_trajectories(services, tmp_path):
-    play_task_script(services.sandbox, HELDOUT, "oracle", agent="alice")
+    play_task_script(services.sandbox, HELDOUT, "oracle", agent="alice", caller=ALICE)
     with pytest.raises(ActionError, match="exported by the operator only"):
         services.trajectories.export(TrajectoryExportInput(format="atif", include_heldout=True), MALLORY)
     res = services.trajectories.export(TrajectoryExportInput(format="atif", include_heldout=True), OPERATOR)
