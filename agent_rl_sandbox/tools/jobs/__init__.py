@@ -1,13 +1,37 @@
-"""Training jobs: the spec's canonical hash, the state machine, and (to come) the queue, approvals
-and the worker's claims.
+"""Training jobs: the spec's canonical hash, the state machine, the repository (job rows, the
+append-only event log, the worker's claims and leases) and the service behind the faces.
 
 Public surface:
 
 - :func:`canonical_spec`, :func:`spec_hash`: what a human's approval is bound to.
 - :data:`TRANSITIONS`, :func:`allowed`, :func:`is_final`: the state machine and who may move it.
+- :class:`JobRepository` (with :class:`JobRecord`, :class:`JobEvent`, :class:`TransitionRefused`):
+  ``add``, ``get``, ``list``, ``events``, ``transition`` (one conditional update + one event),
+  ``expire_due``, ``claim``/``heartbeat``/``recover_lost`` and the SQLite worker lock.
 """
 
 from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
+from agent_rl_sandbox.tools.jobs._repository import (
+    ACTIVE_STATES,
+    JobEvent,
+    JobRecord,
+    JobRepository,
+    TransitionRefused,
+    later,
+)
 from agent_rl_sandbox.tools.jobs._states import TRANSITIONS, Actor, allowed, is_final
 
-__all__ = ["TRANSITIONS", "Actor", "allowed", "canonical_spec", "is_final", "spec_hash"]
+__all__ = [
+    "ACTIVE_STATES",
+    "TRANSITIONS",
+    "Actor",
+    "JobEvent",
+    "JobRecord",
+    "JobRepository",
+    "TransitionRefused",
+    "allowed",
+    "canonical_spec",
+    "is_final",
+    "later",
+    "spec_hash",
+]

@@ -16,6 +16,10 @@ Tables:
   the row (``agent_rl_sandbox.tools._caller``); ``NULL`` on rows from before it (they belong to no agent).
 - ``hook_pending``: hook events waiting for their partner (a PreToolUse until its PostToolUse, a Stop
   until the turn really ends); redacted like steps and deleted when they become steps.
+- ``jobs``: one row per training job (state, requester, canonical spec and its hash, the approved hash
+  and who approved, expiry, the worker's lease and progress); see :mod:`agent_rl_sandbox.tools.jobs`.
+- ``job_events``: the append-only log of job transitions (time, actor, who, from, to, reason).
+- ``job_worker_lock``: the lock row with a lease that keeps one worker at a time on SQLite.
 - ``ars_meta``: key/value rows. ``schema_version`` is the marker of the hand-written schema versions
   used before Alembic (kept at ``"2"``, so an older release opening the database leaves it alone);
   Alembic's own ``alembic_version`` table records the revision.
@@ -118,5 +122,58 @@ ars_meta = Table(
     Column("value", Text, nullable=False),
 )
 
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", String(64), primary_key=True),
+    Column("state", String(24), nullable=False),
+    Column("requester", String(200), nullable=False),
+    Column("trainer", String(32), nullable=False),
+    Column("behaviour", String(200), nullable=False),
+    Column("spec_json", Text, nullable=False),
+    Column("spec_hash", String(64), nullable=False),
+    Column("validation_json", Text),
+    Column("approved_hash", String(64)),
+    Column("decided_by", String(200)),
+    Column("decided_at", String(40)),
+    Column("decision_note", Text),
+    Column("reason", Text),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+    Column("expires_at", String(40), nullable=False),
+    Column("worker_id", String(200)),
+    Column("lease_expires_at", String(40)),
+    Column("started_at", String(40)),
+    Column("finished_at", String(40)),
+    Column("stage", String(32)),
+    Column("progress", Float),
+    Column("metrics_json", Text),
+    Column("workspace", Text),
+)
+
+job_events = Table(
+    "job_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(64), ForeignKey("jobs.job_id"), nullable=False),
+    Column("at", String(40), nullable=False),
+    Column("actor", String(16), nullable=False),
+    Column("who", String(200), nullable=False),
+    Column("from_state", String(24)),
+    Column("to_state", String(24), nullable=False),
+    Column("reason", Text, nullable=False),
+)
+
+job_worker_lock = Table(
+    "job_worker_lock",
+    metadata,
+    Column("name", String(32), primary_key=True),
+    Column("holder", String(200), nullable=False),
+    Column("expires_at", String(40), nullable=False),
+)
+
 Index("ix_steps_session", steps.c.session_id)
+Index("ix_jobs_state_created", jobs.c.state, jobs.c.created_at)
+Index("ix_jobs_requester", jobs.c.requester)
+Index("ix_job_events_job", job_events.c.job_id, job_events.c.id)
 Index("ix_trajectories_created", trajectories.c.created_at)
