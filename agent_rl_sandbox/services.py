@@ -18,6 +18,7 @@ from typing import Any
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.datasets import DatasetService
 from agent_rl_sandbox.tools.evals import EvalService
+from agent_rl_sandbox.tools.jobs import JobRepository, JobService
 from agent_rl_sandbox.tools.routes import RouteService
 from agent_rl_sandbox.tools.sandbox import SandboxService
 from agent_rl_sandbox.tools.store import Store
@@ -38,6 +39,8 @@ class Services:
     """Post-training data validation."""
     routes: RouteService
     """Training-route recommendation from the store's evidence."""
+    jobs: JobService
+    """Training jobs: requests (agents), decisions (humans), the repository the worker claims from."""
     _exit_hook: object = field(default=None, repr=False)
 
     @classmethod
@@ -52,11 +55,14 @@ class Services:
             task = sandbox.tasks.get(task_id)
             return (task.config.behaviour, task.config.split) if task is not None else None
 
+        evals = EvalService(settings, store, sandbox)
+        datasets = DatasetService(settings)
         return cls(
-            settings=settings, store=store, sandbox=sandbox, evals=EvalService(settings, store, sandbox),
+            settings=settings, store=store, sandbox=sandbox, evals=evals,
             trajectories=TrajectoryService(settings, store.trajectories, task_info),
-            datasets=DatasetService(settings),
+            datasets=datasets,
             routes=RouteService(store.trajectories, sandbox.tasks),
+            jobs=JobService(settings, JobRepository(store.engine), datasets, evals.gates, sandbox.tasks),
         )
 
     def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:

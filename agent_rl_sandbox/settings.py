@@ -12,6 +12,15 @@ Environment variables (all optional):
   cleaned up (default 3600).
 - ``AGENT_RL_SANDBOX_WORKER_CONFIG``: the worker's stage configuration (default
   ``<home>/worker.toml``, else the shipped default that runs ``validate`` only).
+- ``AGENT_RL_SANDBOX_JOB_EXPIRY_HOURS``: hours a training request waits for approval before it
+  expires (default 72).
+- ``AGENT_RL_SANDBOX_JOB_MAX_STEPS``, ``AGENT_RL_SANDBOX_JOB_MAX_TIMEOUT_S``,
+  ``AGENT_RL_SANDBOX_JOB_MAX_GPU_HOURS``: the operator's limits on a job's budget caps
+  (defaults 100000 steps, 86400 s, 24 GPU hours).
+- ``AGENT_RL_SANDBOX_MODELS``: base model names the operator's model registry knows, comma-separated
+  (a job's ``base_model`` is one of them or an existing local folder).
+- ``AGENT_RL_SANDBOX_APPROVER``: the identity the ``jobs`` CLI records for a human decision (default:
+  the OS user).
 """
 
 from __future__ import annotations
@@ -57,6 +66,18 @@ class Settings(BaseModel):
     worker_config: Path | None = None
     """The worker's stage-command file (TOML); ``None`` means ``<home>/worker.toml`` when it exists,
     else the shipped default (``agent_rl_sandbox.worker.DEFAULT_WORKER_TOML``)."""
+    job_expiry_hours: float = Field(default=72.0, gt=0)
+    """A training request not approved within this many hours becomes ``expired``."""
+    job_max_steps: int = Field(default=100_000, ge=1)
+    """Operator limit on a job's ``caps.max_steps``."""
+    job_max_timeout_s: int = Field(default=86_400, ge=1)
+    """Operator limit on a job's ``caps.timeout_s`` (wall time of the whole job)."""
+    job_max_gpu_hours: float = Field(default=24.0, ge=0)
+    """Operator limit on a job's ``caps.max_gpu_hours``."""
+    models: tuple[str, ...] = ()
+    """Base model names the operator's model registry knows (besides existing local model folders)."""
+    approver: str | None = None
+    """Identity recorded for decisions taken with the ``jobs`` CLI; ``None`` means the OS user."""
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -75,6 +96,19 @@ class Settings(BaseModel):
             values["sandbox_idle_seconds"] = float(env["AGENT_RL_SANDBOX_IDLE_SECONDS"])
         if env.get("AGENT_RL_SANDBOX_WORKER_CONFIG"):
             values["worker_config"] = Path(env["AGENT_RL_SANDBOX_WORKER_CONFIG"])
+        for name, conv in (
+            ("job_expiry_hours", float),
+            ("job_max_steps", int),
+            ("job_max_timeout_s", int),
+            ("job_max_gpu_hours", float),
+        ):
+            raw = env.get(f"AGENT_RL_SANDBOX_{name.upper()}")
+            if raw:
+                values[name] = conv(raw)
+        if env.get("AGENT_RL_SANDBOX_MODELS"):
+            values["models"] = tuple(m.strip() for m in env["AGENT_RL_SANDBOX_MODELS"].split(",") if m.strip())
+        if env.get("AGENT_RL_SANDBOX_APPROVER"):
+            values["approver"] = env["AGENT_RL_SANDBOX_APPROVER"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

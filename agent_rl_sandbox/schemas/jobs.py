@@ -143,3 +143,100 @@ class JobSpec(BaseModel):
     the trainer refuses names it does not know."""
     reason: str = Field(min_length=1, max_length=2000)
     """Why the requester wants this (shown to the approving human)."""
+
+
+# -- MCP tool inputs and outputs (training_request / training_status / training_list / training_cancel) --
+
+JOB_ID_PATTERN = r"^job_[0-9a-f]{12}$"
+
+
+class JobEventView(BaseModel):
+    """One transition of a job (the append-only event log)."""
+
+    at: str
+    actor: Literal["agent", "human", "worker", "system"]
+    who: str
+    from_state: JobState | None
+    """``None`` for the job's creation."""
+    to_state: JobState
+    reason: str
+
+
+class JobView(BaseModel):
+    """A job as its requester (and the human CLI) sees it."""
+
+    job_id: str
+    state: JobState
+    requester: str
+    trainer: Trainer
+    behaviour: str
+    spec_hash: str
+    """SHA-256 of the canonical spec; a human's approval is bound to it."""
+    created_at: str
+    updated_at: str
+    expires_at: str
+    """When the request expires if nobody approved it."""
+    reason: str | None = None
+    """The reason of the latest transition (``spec_changed``, ``worker_lost``, a stage failure...)."""
+    decided_by: str | None = None
+    decided_at: str | None = None
+    stage: str | None = None
+    progress: float | None = None
+    metrics: dict[str, object] | None = None
+    """The last metrics the worker reported."""
+    workspace: str | None = None
+    logs: dict[str, str] = Field(default_factory=dict)
+    """Files of the job's workspace that exist (``run.log``, ``train.log``, ``metrics.jsonl``,
+    ``scores.json``, plots), by name."""
+
+
+class TrainingRequestOutput(BaseModel):
+    """A stored request: it waits for a human (``agent-rl-sandbox jobs approve JOB --hash H``)."""
+
+    job: JobView
+    spec: dict[str, object]
+    """The canonical spec stored (normalised paths, dataset content hash)."""
+    dataset_validation: dict[str, object] | None = None
+    """Summary of the dataset validation (a file dataset), with the full report's path."""
+    next_step: str
+
+
+class TrainingStatusInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(pattern=JOB_ID_PATTERN, description="The job id from training_request or training_list.")
+
+
+class TrainingStatusOutput(BaseModel):
+    job: JobView
+    events: list[JobEventView]
+    """Every transition, oldest first."""
+
+
+class TrainingListInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    state: JobState | None = Field(None, description="Only jobs in this state.")
+    behaviour: str | None = Field(None, max_length=200, description="Only jobs gated on this behaviour.")
+    limit: int = Field(20, ge=1, le=100, description="Jobs per page.")
+    offset: int = Field(0, ge=0, description="Jobs to skip (newest first).")
+
+
+class TrainingListOutput(BaseModel):
+    jobs: list[JobView]
+    total: int
+    """Jobs matching the filters (all pages)."""
+    next_offset: int | None
+    """Pass as ``offset`` for the next page; ``None`` on the last."""
+
+
+class TrainingCancelInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str = Field(pattern=JOB_ID_PATTERN, description="Your job's id.")
+    reason: str = Field("cancelled by its requester", min_length=1, max_length=500)
+
+
+class TrainingCancelOutput(BaseModel):
+    job: JobView
+    note: str

@@ -17,6 +17,7 @@ token, filling the same ``Caller.owner_id``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import logging
@@ -34,6 +35,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from agent_rl_sandbox import __version__
+from agent_rl_sandbox.schemas import jobs as jobs_io
 from agent_rl_sandbox.schemas import reward as evals_io
 from agent_rl_sandbox.schemas import routes as routes_io
 from agent_rl_sandbox.schemas import tools as io
@@ -43,6 +45,7 @@ from agent_rl_sandbox.tools._caller import Caller
 from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import EvalService
+from agent_rl_sandbox.tools.jobs import JobService
 from agent_rl_sandbox.tools.routes import RouteService
 from agent_rl_sandbox.tools.sandbox import SandboxService
 from agent_rl_sandbox.tools.trajectories import TrajectoryService
@@ -237,6 +240,29 @@ TOOLS: tuple[ToolSpec, ...] = (
         "code, the first errors with line and JSON path, a summary, and full_report_path when errors were cut.",
         slow=True,
     ),
+    ToolSpec(
+        "training_request", jobs_io.JobSpec, jobs_io.TrainingRequestOutput, ADDITIVE, JobService.request,
+        "Request a training run (a job spec: route, trainer, base_model, dataset file or store selection, adapter, "
+        "gate with its held-out behaviour, caps, reason; route_recommend's job_spec is one). It is validated (dataset "
+        "through the validator, gate and held-out suite exist, caps within the operator's limits) and stored with its "
+        "spec hash as awaiting_approval. Nothing trains until a human approves that exact hash out of band; "
+        "unapproved requests expire. This tool cannot approve.",
+        slow=True,
+    ),
+    ToolSpec(
+        "training_status", jobs_io.TrainingStatusInput, jobs_io.TrainingStatusOutput, READ_ONLY, JobService.status,
+        "One of your training jobs: state, stage, progress, last metrics, log files, and every state transition "
+        "(time, actor, from, to, reason).",
+    ),
+    ToolSpec(
+        "training_list", jobs_io.TrainingListInput, jobs_io.TrainingListOutput, READ_ONLY, JobService.list,
+        "Your training jobs, newest first; filter by state or behaviour; paginated (limit, offset, next_offset).",
+    ),
+    ToolSpec(
+        "training_cancel", jobs_io.TrainingCancelInput, jobs_io.TrainingCancelOutput, DESTRUCTIVE, JobService.cancel,
+        "Cancel one of your own training jobs in any non-final state (a running one is stopped by its worker). "
+        "Cancelling is the only change an agent can make to a job.",
+    ),
 )
 
 
@@ -272,8 +298,11 @@ def takes_caller(impl: Callable[..., Any]) -> bool:
 def _signature_of(model: type[BaseModel]) -> inspect.Signature:
     params = []
     for name, field in model.model_fields.items():
-        annotation = Annotated[field.annotation, field]
         default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
+        if field.default_factory is not None:  # the parameter's default carries the value instead
+            field = copy.copy(field)
+            field.default_factory = None
+        annotation = Annotated[field.annotation, field]
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
     return inspect.Signature(params)
 

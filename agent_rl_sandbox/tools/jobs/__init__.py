@@ -8,6 +8,8 @@ Public surface:
 - :class:`JobRepository` (with :class:`JobRecord`, :class:`JobEvent`, :class:`TransitionRefused`):
   ``add``, ``get``, ``list``, ``events``, ``transition`` (one conditional update + one event),
   ``expire_due``, ``claim``/``heartbeat``/``recover_lost`` and the SQLite worker lock.
+- :class:`JobService`: ``request``/``status``/``list``/``cancel`` (agents, the MCP tools) and
+  ``approve``/``reject``/``cancel_as_human`` (humans only: the CLI and the web page).
 """
 
 from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
@@ -19,6 +21,7 @@ from agent_rl_sandbox.tools.jobs._repository import (
     TransitionRefused,
     later,
 )
+from agent_rl_sandbox.tools.jobs._service import JobService, file_sha256
 from agent_rl_sandbox.tools.jobs._states import TRANSITIONS, Actor, allowed, is_final
 
 __all__ = [
@@ -28,9 +31,11 @@ __all__ = [
     "JobEvent",
     "JobRecord",
     "JobRepository",
+    "JobService",
     "TransitionRefused",
     "allowed",
     "canonical_spec",
+    "file_sha256",
     "is_final",
     "later",
     "spec_hash",
