@@ -63,8 +63,10 @@ def _route(services: Any, behaviour: str) -> dict[str, Any] | None:
 
     try:
         rec = services.routes.recommend(RouteRecommendInput(behaviour=behaviour))
-    except (ActionError, ValueError):
-        return None
+    except ActionError as e:
+        return {"unavailable": e.message}
+    except Exception as e:  # noqa: BLE001 - the route is context for the decision, never a reason to fail `show`
+        return {"unavailable": f"{type(e).__name__}: {e}"}
     doc = rec.model_dump(mode="json")
     return {k: doc.get(k) for k in ("intervention", "adapter", "reasons", "prerequisites_missing") if k in doc}
 
@@ -153,10 +155,13 @@ def show(
     else:
         console.print("dataset: a store selection (the worker materialises, validates and hashes it)")
     r = doc["route"]
-    if r:
+    if r and "unavailable" in r:
+        console.print(Text(f"route now: could not be computed ({r['unavailable']})"))
+    elif r:
         console.print(Text(f"route now: {r.get('intervention')} ({r.get('adapter')})"))
         for reason in r.get("reasons") or []:
-            console.print(Text(f"  - {reason if isinstance(reason, str) else json.dumps(reason)}"))
+            text = reason.get("text", json.dumps(reason)) if isinstance(reason, dict) else str(reason)
+            console.print(Text(f"  - {text}"))
     console.print(Text(f"baseline: {doc['baseline'] if doc['baseline'] is not None else 'unknown (not measured yet)'}"))
     console.print(Text(f"caps: {json.dumps(doc['caps'])}"))
     if job.decided_by:
