@@ -237,7 +237,7 @@ class JobRepository:
         offset: int = 0,
     ) -> tuple[builtins.list[JobRecord], int]:
         """Jobs matching every given filter, newest first, as ``(page, total matching)``."""
-        conds = []
+        conds: builtins.list[Any] = []
         if states is not None:
             conds.append(jobs.c.state.in_(builtins.list(states)))
         if requester is not None:

@@ -254,7 +254,7 @@ class JobService:
                 for p in sorted(plots.glob("*.png"))[:20]:
                     logs[f"plots/{p.name}"] = str(p)
         return JobView(
-            job_id=job.job_id, state=job.state, requester=job.requester, trainer=job.trainer,  # type: ignore[arg-type]
+            job_id=job.job_id, state=job.state, requester=job.requester, trainer=job.trainer,
             behaviour=job.behaviour, spec_hash=job.spec_hash, created_at=job.created_at, updated_at=job.updated_at,
             expires_at=job.expires_at, reason=job.reason, decided_by=job.decided_by, decided_at=job.decided_at,
             stage=job.stage, progress=job.progress, metrics=job.metrics, workspace=job.workspace, logs=logs,
@@ -265,7 +265,7 @@ class JobService:
         return [
             JobEventView(
                 at=e.at, actor=e.actor, who=e.who, from_state=e.from_state, to_state=e.to_state, reason=e.reason
-            )  # type: ignore[arg-type]
+            )
             for e in self.repo.events(job_id)
         ]
 
