@@ -59,6 +59,7 @@ from agent_rl_sandbox.schemas.jobs import (
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput
+from agent_rl_sandbox.tools.datasets._open import open_no_follow
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
 from agent_rl_sandbox.tools.jobs._repository import JobRecord, JobRepository, TransitionRefused, later
@@ -71,9 +72,11 @@ _SHOW = "`agent-rl-sandbox jobs show JOB`"
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 hex digest of a file's bytes (streamed). Raises ``OSError`` when unreadable."""
+    """SHA-256 hex digest of the regular file at the absolute, resolved ``path``, read without
+    following any symbolic link (:func:`~agent_rl_sandbox.tools.datasets._open.open_no_follow`, as
+    the dataset validator reads it). Raises ``OSError`` when unreadable or a link is on the path."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_no_follow(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
