@@ -6,8 +6,8 @@ transition (time, actor, who, from, to, reason); ``job_worker_lock`` the lock ro
 keeps a single worker at a time on SQLite (PostgreSQL workers claim with ``FOR UPDATE SKIP LOCKED``
 and do not use it). Only new tables: nothing existing is touched, and downgrade drops them.
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 Create Date: 2026-12-01
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
