@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_rl_sandbox.schemas.reward import RewardSpec
 
@@ -36,6 +36,34 @@ class Limits(BaseModel):
     output_kill_mb: int = Field(default=2048, ge=1)
     """A stream producing more than this many MiB kills the command (``limit_hit="output"``), so an
     endless writer cannot keep the server reading until the wall-time limit."""
+    tmp_mb: int | None = Field(default=None, ge=1)
+    """Size in MiB of each of the sandbox's ``/tmp`` and ``/var/tmp`` (fresh tmpfs per command,
+    bubblewrap only; a write past it fails with ENOSPC, ``limit_hit="tmp_space"``). tmpfs pages are
+    RAM that ``RLIMIT_AS`` does not count (no memory cgroup is used), so both together may not
+    exceed ``memory_mb``: default ``memory_mb // 4`` each, and ``2 * tmp_mb > memory_mb`` is refused.
+    Without bubblewrap ``/tmp`` is the host's and not bounded."""
+    disk_mb: int = Field(default=512, ge=1)
+    """Disk quota of the sandbox: its working copy, the growth of its git store since the last
+    reset and its logs, in MiB. Measured while a command runs (about every second; the command is
+    killed when the working copy alone is over) and after every command and write; going over is
+    a limit hit (``limit_hit="disk"``, outcome ``limit``) and every later exec or write is refused
+    until ``sandbox_reset``."""
+    max_changed_files: int = Field(default=2000, ge=1)
+    """Most files an episode may add, change or delete relative to the fixture. More files in the
+    working copy than the fixture's plus this is a limit hit (``limit_hit="files"``, handled like
+    the disk quota); ``sandbox_finish`` with more changed files than this is refused (recorded), so
+    finish and reset stay bounded in time."""
+
+    @model_validator(mode="after")
+    def _tmp_within_memory(self) -> Limits:
+        if self.tmp_mb is None:
+            self.tmp_mb = max(1, self.memory_mb // 4)
+        elif 2 * self.tmp_mb > self.memory_mb:
+            raise ValueError(
+                f"tmp_mb={self.tmp_mb}: /tmp and /var/tmp together ({2 * self.tmp_mb} MiB) exceed memory_mb="
+                f"{self.memory_mb} (tmpfs is RAM the memory limit does not count); lower tmp_mb or raise memory_mb"
+            )
+        return self
 
 
 class ToolPolicy(BaseModel):

@@ -1,16 +1,19 @@
 """Input and output models of the MCP tools (one pair per tool).
 
-Outputs are bounded: list fields hold at most ``Settings.max_result_items`` items and text fields
-at most ``Settings.max_output_bytes`` bytes; when something was cut, a ``*_path`` field names a file
-holding the whole thing.
+Inputs are bounded: every field an agent fills has a size limit, listed in one table in
+:mod:`agent_rl_sandbox.schemas.bounds`; a call over a limit is rejected with an error naming the
+field and the limit. Outputs are bounded: list fields hold at most ``Settings.max_result_items``
+items and text fields at most ``Settings.max_output_bytes`` bytes; when something was cut, a
+``*_path`` field names a file holding the whole thing.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_rl_sandbox.schemas import bounds as B
 from agent_rl_sandbox.schemas.reward import ScoreReport
 from agent_rl_sandbox.schemas.task import Limits
 from agent_rl_sandbox.schemas.trajectory import (
@@ -33,8 +36,13 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Name = Annotated[str, Field(max_length=B.NAME_CHARS)]
+SessionId = Annotated[str, Field(min_length=1, max_length=64)]
+RepoPath = Annotated[str, Field(min_length=1, max_length=B.PATH_CHARS)]
+
+
 class ListTasksInput(_In):
-    behaviour: str | None = Field(default=None, description="Only tasks training this behaviour.")
+    behaviour: Name | None = Field(default=None, description="Only tasks training this behaviour.")
     split: Literal["train", "heldout"] | None = Field(default=None, description="Only this split.")
 
 
@@ -54,12 +62,12 @@ class ListTasksOutput(_Out):
 
 
 class SandboxResetInput(_In):
-    task_id: str = Field(min_length=1, description="Task to load (see list_tasks).")
+    task_id: str = Field(min_length=1, max_length=B.NAME_CHARS, description="Task to load (see list_tasks).")
     sandbox_id: str | None = Field(
-        default=None, description="Reset this existing sandbox to its base commit instead of creating one."
+        default=None, max_length=64, description="Reset this existing sandbox to its base commit instead of creating one."
     )
     agent_name: str = Field(
-        default="unknown", max_length=200, description="Your agent's name, recorded on the trajectory."
+        default="unknown", max_length=B.NAME_CHARS, description="Your agent's name, recorded on the trajectory."
     )
 
 
@@ -81,7 +89,7 @@ class SandboxResetOutput(_Out):
 class SandboxExecInput(_In):
     sandbox_id: str = SandboxId
     command: str = Field(
-        min_length=1, max_length=20_000, description="Shell command, run with bash -c in the repo root."
+        min_length=1, max_length=B.COMMAND_CHARS, description="Shell command, run with bash -c in the repo root."
     )
     timeout_seconds: float | None = Field(
         default=None, gt=0, description="Wall-time limit; capped by the task's limit."
@@ -96,14 +104,18 @@ class SandboxExecOutput(_Out):
     stdout_bytes: int = Field(description="Total bytes written to stdout (the text above may be cut).")
     stderr_bytes: int
     duration_s: float
-    limit_hit: str | None = Field(description="Which limit killed the command, if any.")
+    limit_hit: str | None = Field(
+        description="Which limit the command hit, if any: wall_time, cpu_time, memory, file_size, output, processes, "
+        "tmp_space, or disk / files (the sandbox's quota: later exec and writes are refused until sandbox_reset)."
+    )
+    warning: str | None = Field(default=None, description="What the server did or refused after the command, if anything.")
     files_changed: list[str] = Field(description="Files the command created, changed or deleted.")
     output_path: str | None = Field(default=None, description="File with the kept output when the text above was cut.")
 
 
 class SandboxReadFileInput(_In):
     sandbox_id: str = SandboxId
-    path: str = Field(min_length=1, description="Path relative to the repo root.")
+    path: str = Field(min_length=1, max_length=B.PATH_CHARS, description="Path relative to the repo root.")
     offset: int = Field(default=0, ge=0, description="Byte offset to start reading at.")
     max_bytes: int = Field(default=16_000, ge=1, le=200_000)
 
@@ -119,8 +131,8 @@ class SandboxReadFileOutput(_Out):
 
 class SandboxWriteFileInput(_In):
     sandbox_id: str = SandboxId
-    path: str = Field(min_length=1, description="Path relative to the repo root; claim it first.")
-    content: str = Field(max_length=1_000_000)
+    path: str = Field(min_length=1, max_length=B.PATH_CHARS, description="Path relative to the repo root; claim it first.")
+    content: str = Field(max_length=B.FILE_CONTENT_CHARS)
 
 
 class SandboxWriteFileOutput(_Out):
@@ -133,8 +145,8 @@ class SandboxWriteFileOutput(_Out):
 
 class SandboxClaimInput(_In):
     sandbox_id: str = SandboxId
-    paths: list[str] = Field(min_length=1, max_length=200, description="Files or folders you are about to edit.")
-    reason: str = Field(default="", max_length=2000)
+    paths: list[RepoPath] = Field(min_length=1, max_length=B.CLAIM_PATHS, description="Files or folders you are about to edit.")
+    reason: str = Field(default="", max_length=B.REASON_CHARS)
 
 
 class SandboxClaimOutput(_Out):
@@ -167,7 +179,7 @@ class SandboxStateOutput(_Out):
 
 class SandboxFinishInput(_In):
     sandbox_id: str = SandboxId
-    message: str = Field(min_length=1, max_length=20_000, description="Final message: what you did and the evidence.")
+    message: str = Field(min_length=1, max_length=B.FINAL_MESSAGE_CHARS, description="Final message: what you did and the evidence.")
 
 
 class CriterionBrief(_Out):
@@ -191,7 +203,7 @@ class SandboxFinishOutput(_Out):
 
 
 class TrajectoryGetInput(_In):
-    session_id: str = Field(min_length=1)
+    session_id: SessionId
     offset: int = Field(default=0, ge=0, description="First step to return (0-based).")
     limit: int = Field(default=50, ge=1, le=200)
 
@@ -205,7 +217,7 @@ class TrajectoryGetOutput(_Out):
 
 
 class EvalScoreInput(_In):
-    session_id: str = Field(min_length=1, description="Finished trajectory to score.")
+    session_id: SessionId = Field(description="Finished trajectory to score.")
 
 
 class EvalScoreOutput(_Out):
@@ -221,25 +233,31 @@ TrajectoryOutcome = Literal["passed", "failed", "unscored", "running"]
 
 
 class TrajectoryStartInput(_In):
-    agent_name: str = Field(default="unknown", min_length=1, max_length=200, description="Your agent's name.")
+    agent_name: str = Field(default="unknown", min_length=1, max_length=B.NAME_CHARS, description="Your agent's name.")
     agent_version: str = Field(default="", max_length=100)
-    model_name: str | None = Field(default=None, max_length=200, description="The model driving you, if known.")
+    model_name: str | None = Field(default=None, max_length=B.NAME_CHARS, description="The model driving you, if known.")
     task_id: str | None = Field(
-        default=None, max_length=200,
+        default=None, max_length=B.NAME_CHARS,
         description="Task you are practising (see list_tasks). Its behaviour and split come from the task registry.",
     )
     external_id: str | None = Field(
-        default=None, min_length=1, max_length=200,
+        default=None, min_length=1, max_length=B.NAME_CHARS,
         description="Your own id for this session. Starting again with the same id returns the running "
         "trajectory instead of a second one, so a retried call is safe.",
     )
     parent_session_id: str | None = Field(
-        default=None, description="A finished trajectory this one corrects (finished trajectories never change)."
+        default=None, max_length=64, description="A finished trajectory this one corrects (finished trajectories never change)."
     )
     tool_definitions: list[dict[str, Any]] | None = Field(
         default=None, max_length=200,
-        description="JSON schemas of the tools you have (OpenAI function format); used for training exports.",
+        description="JSON schemas of the tools you have (OpenAI function format); used for training exports. "
+        "At most 256 KiB as JSON.",
     )
+
+    @field_validator("tool_definitions")
+    @classmethod
+    def _tools_bounded(cls, v):
+        return B.check_json_bytes("tool_definitions", v, B.TOOL_DEFINITIONS_BYTES)
 
 
 class TrajectoryStartOutput(_Out):
@@ -251,15 +269,15 @@ class LoggedStepInput(_In):
     """A step you log yourself. It is stored as self-reported (provenance ``agent``)."""
 
     source: StepSource = Field(default="agent", description="user, agent or system (ATIF).")
-    message: str = Field(default="", max_length=200_000, description="Text of the step.")
+    message: str = Field(default="", max_length=B.STEP_MESSAGE_CHARS, description="Text of the step.")
     tool_calls: list[ToolCall] | None = Field(
         default=None, max_length=64, description="Calls made in this step, each with a tool_call_id unique in the step."
     )
     observation: Observation | None = Field(
         default=None, description="Results; each result's source_call_id names one of this step's tool calls."
     )
-    metrics: dict[str, Any] | None = Field(default=None, description="Token counts, cost, duration.")
-    extra: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, Any] | None = Field(default=None, description="Token counts, cost, duration (at most 16 KiB as JSON).")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Anything else (at most 64 KiB as JSON).")
     outcome: StepOutcome = Field(default="ok", description="What became of the action, as you saw it.")
     exit_code: int | None = None
     done: bool = Field(default=False, description="True on the step that ends your episode.")
@@ -273,18 +291,32 @@ class LoggedStepInput(_In):
         "you; only the server and client hooks can record other provenances.",
     )
 
+    @field_validator("tool_calls", "observation", "metrics", "extra")
+    @classmethod
+    def _json_bounded(cls, v, info):
+        limit = {"tool_calls": B.TOOL_CALLS_BYTES, "observation": B.OBSERVATION_BYTES, "metrics": B.METRICS_BYTES,
+                 "extra": B.EXTRA_BYTES}[info.field_name]
+        dump = [c.model_dump() for c in v] if info.field_name == "tool_calls" and v else v
+        if isinstance(dump, BaseModel):
+            dump = dump.model_dump()
+        B.check_json_bytes(info.field_name, dump, limit)
+        return v
+
 
 class TrajectoryLogStepInput(_In):
     session_id: str = Field(min_length=1, max_length=64, description="Trajectory from trajectory_start.")
     step: LoggedStepInput | None = Field(default=None, description="One step (or use steps for a batch).")
     steps: list[LoggedStepInput] | None = Field(
-        default=None, min_length=1, max_length=500, description="A batch of steps, appended atomically in order."
+        default=None, min_length=1, max_length=B.BATCH_STEPS,
+        description="A batch of steps, appended atomically in order (at most 4 MiB as JSON in all).",
     )
 
     @model_validator(mode="after")
     def _one_of(self):
         if (self.step is None) == (self.steps is None):
             raise ValueError("pass exactly one of step or steps")
+        if self.steps is not None:
+            B.check_json_bytes("steps", [s.model_dump(mode="json") for s in self.steps], B.BATCH_BYTES)
         return self
 
 
@@ -305,7 +337,7 @@ class TrajectoryLogStepOutput(_Out):
 
 class TrajectoryFinishInput(_In):
     session_id: str = Field(min_length=1, max_length=64)
-    final_message: str = Field(default="", max_length=20_000, description="Your final message for the episode.")
+    final_message: str = Field(default="", max_length=B.FINAL_MESSAGE_CHARS, description="Your final message for the episode.")
 
 
 class TrajectoryFinishOutput(_Out):
@@ -313,16 +345,16 @@ class TrajectoryFinishOutput(_Out):
 
 
 class TrajectoryListInput(_In):
-    task_id: str | None = None
-    behaviour: str | None = None
-    agent_name: str | None = None
+    task_id: Name | None = None
+    behaviour: Name | None = None
+    agent_name: Name | None = None
     outcome: TrajectoryOutcome | None = Field(
         default=None, description="passed, failed, unscored (finished, never scored) or running."
     )
     split: Literal["train", "heldout"] | None = None
-    origin: str | None = Field(default=None, description="sandbox, mcp, hook (any hook), hook:claude-code, import...")
-    created_after: str | None = Field(default=None, description="ISO-8601 time, inclusive.")
-    created_before: str | None = Field(default=None, description="ISO-8601 time, exclusive.")
+    origin: Name | None = Field(default=None, description="sandbox, mcp, hook (any hook), hook:claude-code, import...")
+    created_after: Name | None = Field(default=None, description="ISO-8601 time, inclusive.")
+    created_before: Name | None = Field(default=None, description="ISO-8601 time, exclusive.")
     limit: int = Field(default=50, ge=1, le=200)
     offset: int = Field(default=0, ge=0)
 
@@ -337,12 +369,12 @@ class TrajectoryExportInput(_In):
     format: ExportFormat = Field(
         description="sft, dpo, kto, grpo (TRL); minimind_sft, minimind_dpo, minimind_agentic; atif; suite (Port Daddy)."
     )
-    task_id: str | None = None
-    behaviour: str | None = None
-    agent_name: str | None = None
-    origin: str | None = None
-    created_after: str | None = None
-    created_before: str | None = None
+    task_id: Name | None = None
+    behaviour: Name | None = None
+    agent_name: Name | None = None
+    origin: Name | None = None
+    created_after: Name | None = None
+    created_before: Name | None = None
     min_reward: float | None = Field(
         default=1.0, description="SFT/DPO-chosen: minimum trajectory reward; null exports unscored trajectories too (SFT)."
     )

@@ -3,7 +3,8 @@
 Text checks alone are bypassed by symlinks, so after the text checks the real path of the target
 (or, when it does not exist yet, of its deepest existing ancestor) must lie inside the sandbox's
 real path. Refused: empty paths, absolute paths, ``..`` components, NUL bytes, symlinks (final or
-ancestor, dangling or not) leading outside, and device files, FIFOs and sockets.
+ancestor, dangling or not) leading outside, and device files, FIFOs and sockets; for writes also
+any ``.git`` component (in any case), which git cannot store.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def resolve_inside(root: Path, path: str, *, for_write: bool) -> Path:
         raise PathRefused(f"{path}: absolute paths are refused; use a path relative to the repo root")
     if ".." in pure.parts:
         raise PathRefused(f"{path}: `..` is refused; paths must stay inside the sandbox")
+    if for_write and any(part.lower() == ".git" for part in pure.parts):
+        raise PathRefused(f"{path}: `.git` entries are not allowed in the sandbox (git cannot record them)")
     real_root = root.resolve()
     candidate = real_root.joinpath(*pure.parts) if pure.parts else real_root
     # Deepest existing ancestor (lexists: a dangling symlink exists as a link).

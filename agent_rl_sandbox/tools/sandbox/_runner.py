@@ -16,7 +16,10 @@ switch happens inside the sandbox (``setpriv``), so bubblewrap itself still runs
 Limits (see :class:`~agent_rl_sandbox.schemas.task.Limits`): wall time (the whole process group,
 and every process of the sandbox uid, is killed), RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC,
 RLIMIT_FSIZE, and output bytes kept per stream (the rest is read, counted and cut with a marker; a
-stream past ``Limits.output_kill_mb`` kills the command with ``limit_hit="output"``).
+stream past ``Limits.output_kill_mb`` kills the command with ``limit_hit="output"``). Under
+bubblewrap ``/tmp`` and ``/var/tmp`` are tmpfs of ``Limits.tmp_mb`` MiB each (RAM the memory limit
+does not count, hence their own bound), and the hiding tmpfs mounts are 1 MiB. A caller's ``watch``
+(the sandbox's disk quota) is polled about once a second and can kill the command with its limit.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from agent_rl_sandbox.tools.sandbox._seccomp import no_userns_filter
 from agent_rl_sandbox.tools.sandbox._seccomp import supported as seccomp_supported
 
 CUT_MARKER = "\n[... {cut} more bytes cut (output limit {limit} bytes) ...]\n"
+HIDE_TMPFS_BYTES = 1 << 20
+"""Size of the tmpfs mounts that hide host folders (they only hold mount-point folders)."""
+WATCH_EVERY_S = 1.0
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -169,7 +175,8 @@ class CommandResult:
     stderr_bytes: int
     duration_s: float
     limit_hit: str | None
-    """``wall_time``, ``cpu_time``, ``memory``, ``file_size``, ``output``, ``processes`` or ``None``."""
+    """``wall_time``, ``cpu_time``, ``memory``, ``file_size``, ``output``, ``processes``, ``tmp_space``
+    (``/tmp`` full), a ``watch`` verdict (``disk``, ``files``) or ``None``."""
     cpu_s: float = 0.0
     """CPU seconds (user + system) of the command and its reaped descendants."""
     max_rss_kb: int = 0
@@ -287,13 +294,21 @@ def python_mounts() -> list[Mount]:
 
 
 def build_argv(
-    isolation: Isolation, command: str, *, cwd: Path, mounts: list[Mount], env: dict[str, str], uid: int | None = None,
+    isolation: Isolation,
+    command: str,
+    *,
+    cwd: Path,
+    mounts: list[Mount],
+    env: dict[str, str],
+    uid: int | None = None,
     seccomp_fd: int | None = None,
+    tmp_bytes: int | None = None,
 ) -> list[str]:
     """The argv that runs ``command`` with ``bash -c`` under ``isolation``.
 
     Under bubblewrap the root is an empty tmpfs holding only :data:`SYSTEM_PATHS` (read-only, or
-    recreated symlinks), fresh ``/dev`` and ``/proc``, empty ``/tmp`` and ``/var/tmp`` (mode 1777),
+    recreated symlinks), fresh ``/dev`` and ``/proc``, empty ``/tmp`` and ``/var/tmp`` (mode 1777,
+    ``tmp_bytes`` each when given),
     then the interpreter (:func:`python_mounts`) and ``mounts``, in order. Folders bubblewrap must
     create for a mount point get mode 0755 so the sandbox uid can reach the binds; a ``tmpfs``
     mount is skipped where nothing of the host is visible at or below it (it would only create an
@@ -307,7 +322,8 @@ def build_argv(
     if isolation.kind != "bwrap":
         return inner
     argv = [isolation.bwrap_path or "bwrap", *system_args(), "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
+    size = ["--size", str(tmp_bytes)] if tmp_bytes else []
+    argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/var/tmp"]
     # What each path shows, latest mount first wins: "ro"/"rw" the host's files, "tmpfs" nothing.
     layers: list[tuple[str, Path]] = [("tmpfs", Path("/"))]
     layers += [("ro", Path(p)) for p in SYSTEM_PATHS if os.path.lexists(p)]
@@ -334,7 +350,7 @@ def build_argv(
             if not path.exists() or not shown:
                 continue
             make_parents(path)
-            argv += ["--perms", "0755", "--tmpfs", str(path)]
+            argv += ["--perms", "0755", "--size", str(HIDE_TMPFS_BYTES), "--tmpfs", str(path)]
             made.difference_update({m for m in made if m.is_relative_to(path)})
         else:
             make_parents(path)
@@ -388,6 +404,8 @@ def _classify(exit_code: int | None, limits: Limits, cpu_used: float, stderr_tai
         return "memory"
     if b"Resource temporarily unavailable" in stderr_tail and b"fork" in stderr_tail:
         return "processes"
+    if b"No space left on device" in stderr_tail:
+        return "tmp_space"
     return None
 
 
@@ -409,6 +427,7 @@ def run_command(
     uid: int | None = None,
     live: LiveProcesses | None = None,
     on_start: Callable[[int, int], None] | None = None,
+    watch: Callable[[], str | None] | None = None,
 ) -> CommandResult:
     """Run ``command`` (``bash -c``) in ``cwd`` under ``isolation`` and ``limits``.
 
@@ -417,7 +436,9 @@ def run_command(
     nothing a command starts outlives it. ``live`` tracks the command while it runs. The parent's
     environment is never inherited: the command sees a fixed PATH, HOME=``cwd``, the task's fake
     ``credentials`` and ``extra_env``. ``on_start(pid, stdout_fd)`` is called once the command
-    started (``stdout_fd``: the pipe the caller reads its output from). Returns a
+    started (``stdout_fd``: the pipe the caller reads its output from). ``watch`` is called about
+    every :data:`WATCH_EVERY_S` while the command runs; a non-``None`` answer kills it and becomes
+    ``limit_hit``. Returns a
     :class:`CommandResult`; never raises for what the command does (a missing bash raises
     ``FileNotFoundError``).
     """
@@ -432,6 +453,7 @@ def run_command(
     argv = build_argv(
         isolation, command, cwd=cwd, mounts=mounts if mounts is not None else [("rw", cwd)], env=env, uid=uid,
         seccomp_fd=seccomp_fd,
+        tmp_bytes=(limits.tmp_mb or 0) * 1024 * 1024,
     )
     keep = limits.output_bytes
     kill_at = limits.output_kill_mb * 1024 * 1024
@@ -471,11 +493,24 @@ def run_command(
     open_streams = 2
     status: int | None = None
     usage = None
+    next_watch = t0 + WATCH_EVERY_S
+
+    def watched() -> str | None:
+        nonlocal next_watch
+        if watch is None or time.monotonic() < next_watch:
+            return None
+        verdict = watch()
+        next_watch = time.monotonic() + WATCH_EVERY_S
+        return verdict
+
     try:
         while open_streams:
             remaining = limit_wall - (time.monotonic() - t0)
             if remaining <= 0:
                 limit_hit = "wall_time"
+                break
+            limit_hit = watched()
+            if limit_hit:
                 break
             for key, _ in sel.select(timeout=min(remaining, 0.5)):
                 chunk = os.read(key.fileobj.fileno(), 1 << 20)
@@ -498,6 +533,9 @@ def run_command(
                 break
             if time.monotonic() - t0 >= limit_wall:
                 limit_hit = "wall_time"
+                break
+            limit_hit = watched()
+            if limit_hit:
                 break
             time.sleep(0.005)
     finally:

@@ -74,7 +74,7 @@ from agent_rl_sandbox.tools.evals._actions import (
 from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
 from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
 from agent_rl_sandbox.tools.sandbox._export import TreeView
-from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
+from agent_rl_sandbox.tools.sandbox._git import GitError, WorkingCopy
 from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
@@ -92,6 +92,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd
 from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
+from agent_rl_sandbox.tools.sandbox._usage import Budget
 from agent_rl_sandbox.tools.sandbox._verify import verify
 from agent_rl_sandbox.tools.store import SandboxRecord, Store
 
@@ -302,9 +303,8 @@ class SandboxService:
                 if uid is not None:
                     kill_uid(uid)
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
-                wc.reset_to(row.base_commit)
+                base_commit, rebuilt = wc.restore(row.base_commit, task.repo_dir)
                 self._give_tree(dirs["repo"], uid)
-                base_commit = row.base_commit
                 if row.status == "open" and row.session_id:
                     self._abandon(row.session_id)
         else:
@@ -315,6 +315,7 @@ class SandboxService:
             _copy_tree(task.repo_dir, dirs["repo"])
             wc = WorkingCopy(dirs["git"], dirs["repo"])
             base_commit = wc.init_from(task.repo_dir)
+            rebuilt = []
             self._give_tree(dirs["repo"], uid)
         for d in ("verifier", "logs"):
             shutil.rmtree(dirs[d], ignore_errors=True)
@@ -339,13 +340,15 @@ class SandboxService:
             self.store.sandboxes.update(sandbox_id, claims=[], **fields)
         files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
         files = [f for f in files if f]
+        Budget(dirs["root"], task.config.limits).start(len(files))
         self.store.trajectories.append_steps(
             traj.session_id,
             [
                 {
                     "source": "system",
                     "message": task.instruction,
-                    "extra": {"event": "reset", "task_id": task.id, "base_commit": base_commit, "tree_hash": tree},
+                    "extra": {"event": "reset", "task_id": task.id, "base_commit": base_commit, "tree_hash": tree}
+                    | ({"rebuilt": rebuilt[:20]} if rebuilt else {}),
                     "state_ref": tree,
                 }
             ],
@@ -477,6 +480,49 @@ class SandboxService:
         self._record(row.session_id, tool, args, f"refused: {err.message}", outcome="refused", extra={"refused": err.message})
         return err
 
+    def _budget(self, row: SandboxRecord, task: Task, tool: str, args: dict, dirs: dict[str, Path]) -> Budget:
+        """The sandbox's disk quota; refuses (and records) the action while it is over."""
+        budget = Budget(dirs["root"], task.config.limits)
+        why = budget.refusal()
+        if why:
+            raise self._refuse(row, tool, args, ActionError(why, "call sandbox_reset with this sandbox_id to restore the fixture, or sandbox_finish to end the episode"))
+        return budget
+
+    def _guarded(self, row: SandboxRecord, tool: str, args: dict, fn, command=None):
+        """``fn()``; when the server's own git or file handling fails on what the agent left, the
+        action (with the command's exit code and output, if any) is recorded as an ``error`` step
+        and an :class:`ActionError` says how to go on (the trajectory can still be finished)."""
+        try:
+            return fn()
+        except (GitError, OSError) as e:
+            detail = f"{type(e).__name__}: {e}"[:500]
+            text = f"internal error recording the sandbox state: {detail}"
+            if command is not None:
+                text = f"exit {command.exit_code}; {text}\n--- stdout ---\n{command.stdout}\n--- stderr ---\n{command.stderr}"
+            self._record(row.session_id, tool, args, text, outcome="error",
+                         exit_code=command.exit_code if command is not None else None, extra={"internal_error": detail})
+            raise ActionError(
+                f"internal error recording the sandbox state after {tool}: {detail}",
+                "call sandbox_reset with this sandbox_id to restore the fixture, or sandbox_finish to end the episode",
+            ) from None
+
+    def _finish_unscored(self, row: SandboxRecord, inp: SandboxFinishInput, dirs: dict[str, Path], reason: str) -> SandboxFinishOutput:
+        """Close an episode whose final state cannot be judged (over a limit, or the server could
+        not record it): reward 0, not passed, the reason on the finish step and in the score."""
+        sid = row.session_id
+        self._record(sid, "sandbox_finish", {"message": inp.message}, f"episode finished unscored: {reason}",
+                     outcome="limit" if "limit" in reason else "error", message=inp.message, done=True,
+                     extra={"event": "finish", "unscored": reason})
+        self.store.trajectories.finish(sid, final_message=inp.message, reward=0.0, passed=False, self_report_only=False,
+                          score={"unscored": reason, "isolation": self.isolation.kind})
+        self.store.sandboxes.update(inp.sandbox_id, status="finished")
+        shutil.rmtree(dirs["repo"], ignore_errors=True)
+        return SandboxFinishOutput(
+            session_id=sid, reward=0.0, passed=False, self_report_only=False, failed_criteria=["final_state"],
+            criteria=[], verifier_exit_code=None, verifier_output=f"not run: {reason}", report_path="",
+            isolation=self.isolation.detail,
+        )
+
     def _resolve(self, row: SandboxRecord, tool: str, args: dict, repo: Path, path: str, *, for_write: bool) -> Path:
         try:
             return resolve_inside(repo, path, for_write=for_write)
@@ -529,8 +575,9 @@ class SandboxService:
         wall = min(inp.timeout_seconds or limits.wall_seconds, limits.wall_seconds, self.settings.max_exec_seconds)
         uid = self.sandbox_uid(inp.sandbox_id)
         with self._lock(inp.sandbox_id):
+            budget = self._budget(row, task, "sandbox_exec", args, dirs)
             clear_tool_caches(dirs["repo"])
-            before = wc.snapshot()
+            before = self._guarded(row, "sandbox_exec", args, wc.snapshot)
             with self.shims.recorder(self.isolation.kind == "bwrap") as fx:
                 res = run_command(
                     inp.command,
@@ -544,10 +591,12 @@ class SandboxService:
                     uid=uid,
                     live=self.live,
                     on_start=fx.started,
+                    watch=budget.watch,
                 )
-            after = wc.snapshot()
-            changed = wc.changed_between(before, after)
-            trusted = self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid)
+            settled = self._guarded(row, "sandbox_exec", args, lambda: budget.settle(wc), command=res)
+            after = settled.tree
+            changed = wc.changed_between(before, after) if after else []
+            trusted = self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid) if after else None
             self._touch(inp.sandbox_id)
         downloads += saved_downloads(fx.records)
         protected = self._protected(task, changed)
@@ -564,13 +613,16 @@ class SandboxService:
 
         stdout = bounded(res.stdout, res.stdout_bytes)
         stderr = bounded(res.stderr, res.stderr_bytes)
-        if res.limit_hit:
+        limit_hit = res.limit_hit or settled.limit_hit
+        if limit_hit:
             outcome = "limit"
         else:
             outcome = "ok" if res.exit_code == 0 else "error"
         summary = f"exit {res.exit_code}" + (f" (killed: {res.limit_hit} limit)" if res.limit_hit else "")
         if protected:
             summary += f" (warning: changed protected paths {protected})"
+        if settled.note:
+            summary += f" (warning: {settled.note})"
         obs = f"{summary}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}"
         step_id = self._record(
             row.session_id,
@@ -584,7 +636,9 @@ class SandboxService:
                 "command": inp.command,
                 "duration_s": res.duration_s,
                 "cpu_s": res.cpu_s,
-                "limit_hit": res.limit_hit,
+                "limit_hit": limit_hit,
+                "usage_bytes": settled.usage_bytes,
+                "removed_git_entries": settled.removed_git,
                 "stdout_bytes": res.stdout_bytes,
                 "stderr_bytes": res.stderr_bytes,
                 "files_changed": changed,
@@ -603,7 +657,8 @@ class SandboxService:
             stdout_bytes=res.stdout_bytes,
             stderr_bytes=res.stderr_bytes,
             duration_s=res.duration_s,
-            limit_hit=res.limit_hit,
+            limit_hit=limit_hit,
+            warning=settled.note or None,
             files_changed=changed[: self.settings.max_result_items],
             output_path=str(output_path) if output_path else None,
         )
@@ -694,6 +749,7 @@ class SandboxService:
         self._check_tool(row, task, tool, args)
         uid = self.sandbox_uid(inp.sandbox_id)
         with self._lock(inp.sandbox_id):
+            budget = self._budget(row, task, tool, args, dirs)
             target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=True)
             repo = dirs["repo"].resolve()
             if os.path.lexists(target):
@@ -718,11 +774,13 @@ class SandboxService:
                 if uid is not None:
                     os.fchown(f.fileno(), uid, uid)
                 f.write(data)
-            after = wc.snapshot()
+            settled = self._guarded(row, tool, args, lambda: budget.settle(wc))
+            after = settled.tree
             self._touch(inp.sandbox_id)
         rel = str(target.relative_to(repo))
         claimed = covered(rel, row.claims)
         warnings = [] if claimed else [f"{rel} was not claimed before this edit; claim files before editing them"]
+        warnings += [settled.note] if settled.note else []
         protected = self._protected(task, [rel])
         if protected:
             warnings.append(f"{rel} is a protected path (e.g. a test); the edit is recorded for the scorer")
@@ -733,7 +791,9 @@ class SandboxService:
             args,
             f"wrote {len(data)} bytes to {rel}" + (f" (warning: {warning})" if warning else ""),
             state_ref=after,
-            extra={"paths": [rel], "files_changed": [rel], "claimed": claimed, "protected_paths_touched": protected},
+            outcome="limit" if settled.limit_hit else "ok",
+            extra={"paths": [rel], "files_changed": [rel], "claimed": claimed, "protected_paths_touched": protected}
+            | ({"limit_hit": settled.limit_hit} if settled.limit_hit else {}),
         )
         return SandboxWriteFileOutput(step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning)
 
@@ -782,10 +842,10 @@ class SandboxService:
         dirs = self._dirs(inp.sandbox_id)
         wc = WorkingCopy(dirs["git"], dirs["repo"])
         cap = self.settings.max_result_items
-        if row.status == "open":
+        if row.status == "open" and not Budget(dirs["root"], task.config.limits).over():
             with self._lock(inp.sandbox_id):
-                tree = wc.snapshot()
-        else:
+                tree = self._guarded(row, "sandbox_state", {}, wc.snapshot)
+        else:  # finished, or over its quota (not snapshotted again): the last recorded state
             traj = self.store.trajectories.get(row.session_id)
             tree = next((s.state_ref for s in reversed(traj.steps) if s.state_ref), wc.base_tree(row.base_commit))
         changed = wc.changed_between(wc.base_tree(row.base_commit), tree)
@@ -835,14 +895,29 @@ class SandboxService:
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         sid = row.session_id
         with self._lock(inp.sandbox_id):
-            final_tree = wc.snapshot()
+            budget = Budget(dirs["root"], task.config.limits)
+            try:  # over a limit, or git failing on what the agent left: closed unscored, never stuck
+                settled = None if budget.refusal() else budget.settle(wc)
+            except (GitError, OSError) as e:
+                return self._finish_unscored(row, inp, dirs, f"internal error recording the final state: {e}"[:500])
+            if settled is None or settled.tree is None:
+                return self._finish_unscored(row, inp, dirs, budget.refusal() or "over a limit")
+            final_tree = settled.tree
+            base_tree = wc.base_tree(row.base_commit)
+            changed = wc.changed_between(base_tree, final_tree)
+            cap = task.config.limits.max_changed_files
+            if len(changed) > cap:  # bounds the verifier export and scoring reads; the agent can trim and retry
+                raise self._refuse(row, "sandbox_finish", {"message": inp.message}, ActionError(
+                    f"{len(changed)} files differ from the fixture, more than this task's max_changed_files={cap}",
+                    "delete or restore the files you did not mean to change (sandbox_exec), then call sandbox_finish "
+                    "again; or sandbox_reset to start over",
+                ))
+            wc.prefetch(final_tree, changed)  # one pipelined read for the tamper check and the scorer
             self._record(
                 sid, "sandbox_finish", {"message": inp.message}, "episode finished; verifier running",
                 state_ref=final_tree, message=inp.message, done=True, extra={"event": "finish"},
             )
             traj = self.store.trajectories.get(sid)
-            base_tree = wc.base_tree(row.base_commit)
-            changed = wc.changed_between(base_tree, final_tree)
             acts = actions_of(traj.steps)
             trusted = [a for a in acts if a.provenance in ("server", "hook")]
             actions_doc = {
@@ -875,6 +950,8 @@ class SandboxService:
                 | {"verifier_exit_code": verifier_exit, "final_tree": final_tree, "isolation": self.isolation.kind},
             )
             self.store.sandboxes.update(inp.sandbox_id, status="finished")
+            wc.pin(f"finished/{sid}", final_tree, row.base_commit)  # kept through later resets' prune (eval_score)
+            wc.close()
             shutil.rmtree(dirs["repo"], ignore_errors=True)
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
         return SandboxFinishOutput(
@@ -913,7 +990,10 @@ class SandboxService:
             dirs = self._dirs(traj.sandbox_id)
             wc = WorkingCopy(dirs["git"], dirs["repo"])
             state = self._final_state(row, wc, stored["final_tree"], stored.get("verifier_exit_code"), "")
-        report = score_trajectory(traj, task.reward_spec, state)
+            report = score_trajectory(traj, task.reward_spec, state)
+            wc.close()
+        else:
+            report = score_trajectory(traj, task.reward_spec, state)
         path = self.settings.reports_dir / f"{inp.session_id}.score.json"
         path.write_text(report.model_dump_json(indent=2))
         return EvalScoreOutput(report=report, report_path=str(path))

@@ -1,0 +1,310 @@
+"""Issue 10 §3: resource limits hold for everything a sandbox can consume, replayed through the real
+sandbox service under bubblewrap: sized ``/tmp``, a disk quota covering the working copy, the git
+store and the logs, bounded finish and reset with many files, and a reset that restores exactly
+the fixture whatever git state the agent leaves in the tree."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from sandbox_helpers import run, steps, write_task
+
+from agent_rl_sandbox.schemas.task import Limits
+from agent_rl_sandbox.schemas.tools import (
+    SandboxFinishInput,
+    SandboxResetInput,
+    SandboxStateInput,
+    SandboxWriteFileInput,
+)
+from agent_rl_sandbox.services import Services
+from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.sandbox._usage import scan_tree
+
+FIXTURE = {
+    "answer.txt": "0\n",
+    "src/app.py": "X = 1\n",
+    "src/util.py": "Y = 2\n",
+    "tests/test_answer.py": "def test_ok():\n    assert True\n",
+    ".gitignore": "build/\n",
+}
+
+
+@pytest.fixture
+def make(tmp_path, bwrap_services):
+    """``make(limits=..., files=...)``: services over one user task ``user/limits``; returns
+    ``(services, reset_output, sandbox_root)``."""
+
+    def build(limits: str = "", files: dict[str, str] | None = None, verifier: str = "grep -q 42 answer.txt"):
+        task_dir = write_task(tmp_path / "tasks" / "lim", "user/limits", files=files or FIXTURE, limits=limits, verifier=verifier)
+        settings = Settings(home=tmp_path / "home", isolation="bwrap", task_dirs=(task_dir.parent,))
+        services = Services.build(settings)
+        built.append(services)
+        out = services.sandbox.reset(SandboxResetInput(task_id="user/limits", agent_name="test"))
+        return services, out, settings.sandboxes_dir / out.sandbox_id
+
+    built: list[Services] = []
+    yield build
+    for s in built:
+        s.sandbox.close()
+        s.close()
+
+
+def tree_files(root: Path) -> dict[str, bytes | str]:
+    """Every entry below ``root`` (links not followed): file bytes, ``link:<target>``, or ``dir``."""
+    out: dict[str, bytes | str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = f"link:{os.readlink(p)}"
+            elif p.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = p.read_bytes()
+    return out
+
+
+def reset_again(services, out):
+    return services.sandbox.reset(SandboxResetInput(task_id="user/limits", sandbox_id=out.sandbox_id, agent_name="test"))
+
+
+# -- /tmp and /var/tmp ---------------------------------------------------------------------------
+def test_tmp_is_sized_from_memory_and_a_full_tmp_is_a_limit_hit(make):
+    services, out, _root = make(limits="memory_mb = 256")
+    res = run(services, out.sandbox_id, "df -Pk /tmp /var/tmp | tail -n 2")
+    sizes = [int(line.split()[1]) for line in res.stdout.splitlines()]
+    assert sizes == [64 * 1024, 64 * 1024], res.stdout  # memory_mb // 4 each: both together half the memory
+    # many files, each under the file-size limit: the tmpfs fills, not the host's RAM
+    res = run(services, out.sandbox_id, "for i in 1 2 3 4 5 6; do head -c 20M /dev/zero > /tmp/f$i || { du -sk /tmp; exit 1; }; done")
+    assert res.limit_hit == "tmp_space" and "No space left" in res.stderr
+    assert int(res.stdout.split()[0]) <= 64 * 1024 + 64
+    res = run(services, out.sandbox_id, "head -c 80M /dev/zero > /var/tmp/big")
+    assert res.limit_hit in ("tmp_space", "file_size")
+    assert steps(services, out.sandbox_id)[-1].outcome == "limit"
+
+
+def test_tmp_larger_than_memory_is_refused():
+    with pytest.raises(ValidationError, match="tmp_mb=600.*exceed memory_mb=1024"):
+        Limits(memory_mb=1024, tmp_mb=600)
+    assert Limits(memory_mb=1024).tmp_mb == 256
+
+
+# -- git store and disk quota --------------------------------------------------------------------
+def test_reset_prunes_the_git_store_round_after_round(make):
+    services, out, root = make(limits="disk_mb = 200")
+    baseline = scan_tree(root / "git").bytes
+    for r in range(3):
+        res = run(services, out.sandbox_id, f"for i in 1 2 3; do head -c 6M /dev/urandom > blob{r}_$i.bin; done")
+        assert res.exit_code == 0 and res.limit_hit is None, res
+        assert scan_tree(root / "git").bytes > baseline + 17 * 2**20  # the snapshot stored the blobs
+        again = reset_again(services, out)
+        assert again.tree_hash == out.tree_hash
+        assert scan_tree(root / "git").bytes < baseline + 256 * 1024, f"round {r}: git store not pruned"
+
+
+def test_disk_quota_counts_working_copy_and_refuses_writes_until_reset(make):
+    services, out, _root = make(limits="disk_mb = 20")
+    sid = out.sandbox_id
+    res = run(services, sid, "head -c 12M /dev/zero > a.bin && head -c 12M /dev/zero > b.bin")
+    assert res.limit_hit == "disk" and "further exec and writes are refused" in res.warning
+    step = steps(services, sid)[-1]
+    assert step.outcome == "limit" and step.extra["limit_hit"] == "disk"
+    with pytest.raises(ActionError, match="over its disk limit") as e:
+        run(services, sid, "rm a.bin")
+    assert "sandbox_reset" in e.value.agent_text()
+    with pytest.raises(ActionError, match="over its disk limit"):
+        services.sandbox.write_file(SandboxWriteFileInput(sandbox_id=sid, path="x.txt", content="x"))
+    assert [s.outcome for s in steps(services, sid)[-2:]] == ["refused", "refused"]
+    state = services.sandbox.state(SandboxStateInput(sandbox_id=sid))  # still answers, from the last record
+    assert state.status == "open"
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="filled the disk"))
+    assert fin.reward == 0.0 and not fin.passed and "disk limit" in fin.verifier_output
+    again = reset_again(services, out)
+    assert again.tree_hash == out.tree_hash
+    assert run(services, sid, "echo 42 > answer.txt").exit_code == 0
+
+
+def test_disk_quota_kills_a_command_that_keeps_writing(make):
+    services, out, _root = make(limits="disk_mb = 20")
+    t0 = time.monotonic()
+    res = run(services, out.sandbox_id, "i=0; while true; do i=$((i+1)); head -c 4M /dev/zero > f$i; sleep 0.05; done")
+    assert res.limit_hit == "disk"
+    assert time.monotonic() - t0 < 15  # killed by the quota watch, not by the 30 s wall limit
+    assert scan_tree(_root / "repo").bytes < 60 * 2**20
+
+
+def test_disk_quota_counts_the_git_store_growth(make):
+    """Each write stores a new blob; the working copy stays at 1 MiB, the store is what grows."""
+    services, out, _root = make(limits="disk_mb = 8")
+    sid = out.sandbox_id
+    hit = None
+    for i in range(40):
+        content = f"{i}\n" + os.urandom(450_000).hex()[: 900_000]
+        res = services.sandbox.write_file(SandboxWriteFileInput(sandbox_id=sid, path="data.txt", content=content))
+        if res.warning and "over its disk limit" in res.warning:
+            hit = i
+            break
+    assert hit is not None and hit >= 3, "git store growth was not counted"
+    assert steps(services, sid)[-1].outcome == "limit"
+    with pytest.raises(ActionError, match="over its disk limit"):
+        run(services, sid, "true")
+    reset_again(services, out)
+    assert run(services, sid, "true").exit_code == 0
+
+
+# -- many files: finish and reset bounded --------------------------------------------------------
+MANY = "python3 -c \"import os\nos.makedirs('many', exist_ok=True)\nfor i in range({n}): open(f'many/f{{i}}.txt', 'w').write(str(i))\""
+
+
+def test_too_many_files_is_a_limit_hit_and_finish_and_reset_stay_fast(make):
+    services, out, _root = make(limits="max_changed_files = 100")
+    sid = out.sandbox_id
+    res = run(services, sid, MANY.format(n=3000))
+    assert res.limit_hit == "files" and "files limit" in res.warning
+    t0 = time.monotonic()
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="made files"))
+    assert time.monotonic() - t0 < 5
+    assert fin.reward == 0.0 and "files limit" in fin.verifier_output
+    assert services.store.summary(out.session_id).status == "finished"
+    t0 = time.monotonic()
+    again = reset_again(services, out)
+    assert time.monotonic() - t0 < 5 and again.tree_hash == out.tree_hash
+
+
+def test_finish_with_more_changed_files_than_the_cap_is_refused_and_recorded(make):
+    files = {f"f{i:02d}.txt": "x\n" for i in range(30)} | {"answer.txt": "0\n"}
+    services, out, _root = make(limits="max_changed_files = 10", files=files)
+    sid = out.sandbox_id
+    run(services, sid, "for f in f*.txt; do echo y > $f; done; echo 42 > answer.txt")
+    with pytest.raises(ActionError, match="31 files differ from the fixture.*max_changed_files=10") as e:
+        services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="done"))
+    assert "sandbox_finish" in e.value.hint
+    assert steps(services, sid)[-1].outcome == "refused"
+    run(services, sid, "for f in f*.txt; do echo x > $f; done")
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="done"))
+    assert fin.passed
+
+
+def test_finish_reads_changed_files_in_one_batch(make):
+    services, out, _root = make(limits="max_changed_files = 5000", verifier="test -f many/f2999.txt")
+    sid = out.sandbox_id
+    assert run(services, sid, MANY.format(n=3000)).limit_hit is None
+    t0 = time.monotonic()
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="made files"))
+    took = time.monotonic() - t0
+    assert fin.verifier_exit_code == 0, fin.verifier_output
+    assert took < 30, f"finish with 3,000 changed files took {took:.1f} s"
+
+
+# -- reset restores exactly the fixture ----------------------------------------------------------
+def test_agent_made_git_folders_are_removed_and_reset_is_exact(make):
+    services, out, root = make()
+    sid = out.sandbox_id
+    fixture = tree_files(root / "repo")
+    cmd = (
+        "mkdir -p .git/hooks && printf '#!/bin/sh\\necho owned\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"
+        " && echo 'ref: refs/heads/x' > .git/HEAD && head -c 64 /dev/urandom > .git/index"
+        " && git init -q src && git -C src add -A && git -c user.name=a -c user.email=a@b -C src commit -qm x"
+        " && mkdir -p nested && git init -q nested && mkdir -p .GIT && echo x > .GIT/f && echo 42 > answer.txt"
+    )
+    res = run(services, sid, cmd)
+    assert res.exit_code == 0, res.stderr
+    assert res.warning and ".git" in res.warning and "nested git repositories" in res.warning
+    assert sorted(steps(services, sid)[-1].extra["removed_git_entries"]) == [".GIT", ".git", "nested/.git", "src/.git"]
+    assert res.files_changed == ["answer.txt"]  # src/ stays plain files, not a gitlink
+    # later commands, state and finish keep working
+    assert run(services, sid, "git init -q deep/er && ls src").exit_code == 0
+    assert services.sandbox.state(SandboxStateInput(sandbox_id=sid)).files_changed == ["answer.txt"]
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="answer written"))
+    assert fin.passed, fin.verifier_output
+    again = reset_again(services, out)
+    assert again.tree_hash == out.tree_hash
+    assert tree_files(root / "repo") == fixture
+
+
+def test_reset_rebuilds_a_tree_git_cannot_clean(make):
+    """What ``git clean`` leaves (a root ``.git``, a nested repository, a FIFO, an ignored file)
+    planted straight into the working copy, as a crashed server might leave it: reset notices and
+    rebuilds, and the tree equals the fixture file by file."""
+    services, out, root = make()
+    repo = root / "repo"
+    fixture = tree_files(repo)
+    (repo / ".git" / "hooks").mkdir(parents=True)
+    (repo / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/owned\n")
+    (repo / "sub" / ".git").mkdir(parents=True)
+    (repo / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "sub" / "kept.txt").write_text("hidden\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "ignored.o").write_text("ignored\n")
+    os.mkfifo(repo / "pipe")
+    (repo / "src" / "app.py").write_text("X = 2\n")
+    again = reset_again(services, out)
+    assert again.tree_hash == out.tree_hash
+    assert tree_files(repo) == fixture
+    reset_step = steps(services, out.sandbox_id)[0]
+    assert reset_step.extra.get("rebuilt"), reset_step.extra
+
+
+def test_gitattributes_of_the_agent_change_nothing(make):
+    """An agent's ``.gitattributes`` can neither break the snapshot (an encoding git cannot apply)
+    nor trim the verifier's export (``export-ignore``)."""
+    services, out, _root = make()
+    sid = out.sandbox_id
+    res = run(
+        services, sid,
+        "printf 'answer.txt export-ignore\\n*.bin working-tree-encoding=UTF-16\\n* filter=evil\\n' > .gitattributes"
+        " && printf '\\xff\\xfe\\xfd' > bad.bin && echo 42 > answer.txt",
+    )
+    assert res.exit_code == 0 and res.limit_hit is None
+    assert set(res.files_changed) == {".gitattributes", "bad.bin", "answer.txt"}
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="answer written"))
+    assert fin.passed, fin.verifier_output
+
+
+def test_internal_git_failure_is_recorded_and_the_episode_can_finish(make):
+    """The server's git fails after a command ran (a stale ``index.lock`` appears while it runs):
+    the command is recorded with its exit code and output, the trajectory still finishes (unscored),
+    and reset brings the sandbox back."""
+    services, out, root = make()
+    sid = out.sandbox_id
+
+    def lock_when_started() -> None:
+        deadline = time.monotonic() + 20
+        while not (root / "repo" / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (root / "git" / "index.lock").write_text("")
+
+    t = threading.Thread(target=lock_when_started)
+    t.start()
+    with pytest.raises(ActionError, match="internal error") as e:
+        run(services, sid, "touch started; sleep 1; echo 42 > answer.txt; echo did-it")
+    t.join()
+    assert "sandbox_finish" in e.value.hint
+    last = steps(services, sid)[-1]
+    assert last.outcome == "error" and last.exit_code == 0 and "index.lock" in last.extra["internal_error"]
+    assert "echo 42 > answer.txt" in last.tool_calls[0].arguments["command"]
+    assert "did-it" in last.observation.results[0].content
+    with pytest.raises(ActionError, match="internal error"):  # before the next command: recorded too
+        run(services, sid, "true")
+    assert steps(services, sid)[-1].outcome == "error"
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="done"))
+    assert fin.reward == 0.0 and "internal error" in fin.verifier_output
+    assert services.store.summary(out.session_id).status == "finished"
+    again = reset_again(services, out)
+    assert again.tree_hash == out.tree_hash
+    assert run(services, sid, "echo 42 > answer.txt").exit_code == 0
+
+
+def test_write_file_into_a_git_folder_is_refused(make):
+    services, out, _root = make()
+    for path in (".git/config", "src/.GIT/hooks/x"):
+        with pytest.raises(ActionError, match=r"\.git"):
+            services.sandbox.write_file(SandboxWriteFileInput(sandbox_id=out.sandbox_id, path=path, content="x"))
+    assert steps(services, out.sandbox_id)[-1].outcome == "refused"
