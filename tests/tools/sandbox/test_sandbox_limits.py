@@ -137,7 +137,7 @@ def test_disk_quota_kills_a_command_that_keeps_writing(make):
     res = run(services, out.sandbox_id, "i=0; while true; do i=$((i+1)); head -c 4M /dev/zero > f$i; sleep 0.05; done")
     assert res.limit_hit == "disk"
     assert time.monotonic() - t0 < 15  # killed by the quota watch, not by the 30 s wall limit
-    assert scan_tree(_root / "repo").bytes < 60 * 2**20
+    assert scan_tree(_root / "repo").bytes < 300 * 2**20  # about a second of writes past the quota, not 30 s of them
 
 
 def test_disk_quota_counts_the_git_store_growth(make):
