@@ -45,7 +45,7 @@ async def test_oversized_step_field_is_refused_naming_field_and_limit(server, se
     assert res.is_error
     msg = text(res)
     assert f"step.{field}" in msg and f"{limit:,} bytes" in msg and "Next step" in msg, msg
-    assert services.store.summary(sid).step_count == 0
+    assert services.store.trajectories.summary(sid).step_count == 0
 
 
 async def test_oversized_batch_is_refused_and_nothing_is_stored(server, services):
@@ -55,7 +55,7 @@ async def test_oversized_batch_is_refused_and_nothing_is_stored(server, services
         res = await client.call_tool("trajectory_log_step", {"session_id": sid, "steps": steps})
     assert res.is_error
     assert "steps is" in text(res) and f"{bounds.BATCH_BYTES:,} bytes" in text(res)
-    assert services.store.summary(sid).step_count == 0
+    assert services.store.trajectories.summary(sid).step_count == 0
 
 
 async def test_oversized_tool_definitions_are_refused(server):

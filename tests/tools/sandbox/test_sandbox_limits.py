@@ -172,7 +172,7 @@ def test_too_many_files_is_a_limit_hit_and_finish_and_reset_stay_fast(make):
     fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="made files"))
     assert time.monotonic() - t0 < 5
     assert fin.reward == 0.0 and "files limit" in fin.verifier_output
-    assert services.store.summary(out.session_id).status == "finished"
+    assert services.store.trajectories.summary(out.session_id).status == "finished"
     t0 = time.monotonic()
     again = reset_again(services, out)
     assert time.monotonic() - t0 < 5 and again.tree_hash == out.tree_hash
@@ -296,7 +296,7 @@ def test_internal_git_failure_is_recorded_and_the_episode_can_finish(make):
     assert steps(services, sid)[-1].outcome == "error"
     fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="done"))
     assert fin.reward == 0.0 and "internal error" in fin.verifier_output
-    assert services.store.summary(out.session_id).status == "finished"
+    assert services.store.trajectories.summary(out.session_id).status == "finished"
     again = reset_again(services, out)
     assert again.tree_hash == out.tree_hash
     assert run(services, sid, "echo 42 > answer.txt").exit_code == 0
