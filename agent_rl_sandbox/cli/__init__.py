@@ -1,5 +1,5 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook | route | jobs``.
+| import | export | hook | route | jobs | worker``.
 
 One module per command group; this file only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
@@ -15,6 +15,7 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     hook.py          hook claude-code           what agent clients' hooks call (always exit 0)
     route.py         route                      the training-route recommendation (tools.routes)
     jobs.py          jobs list|show|approve|reject|cancel   training jobs: the human's decisions
+    worker.py        worker [--once] [--max-jobs N]  claims approved jobs and runs their stages
     _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
 
 Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import os
 
-from agent_rl_sandbox.cli import demo, export, hook, import_, jobs, route, score, serve, tasks, trajectories, validate
+from agent_rl_sandbox.cli import demo, export, hook, import_, jobs, route, score, serve, tasks, trajectories, validate, worker
 from agent_rl_sandbox.cli._common import App, RootGroup
 
 app = App(
@@ -60,6 +61,7 @@ app.add_typer(trajectories.app, name="trajectories")
 app.command("validate")(validate.validate)
 app.command("route")(route.route)
 app.add_typer(jobs.app, name="jobs")
+app.command("worker")(worker.worker)
 
 __all__ = ["app", "main"]
 

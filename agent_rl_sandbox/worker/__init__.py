@@ -9,10 +9,13 @@ Public surface:
   the sweep finds processes that ``setsid``, double-fork or ignore SIGTERM.
 - :class:`JobWorkspace`: ``<home>/jobs/<job id>/`` and the files in it.
 - :func:`append_result`, :func:`read_results`, :data:`RESULT_COLUMNS`: ``<home>/jobs/results.csv``.
+- :class:`Worker`, :func:`build_worker`: the loop that claims jobs (leases, heartbeats, recovery)
+  and runs their stages.
 - :func:`load_worker_config`, :class:`WorkerConfig`, :class:`StageCommand`, :data:`STAGE_ORDER`,
   :data:`DEFAULT_WORKER_TOML`: the operator's stage commands (never the request's).
 """
 
+from agent_rl_sandbox.worker._build import build_worker
 from agent_rl_sandbox.worker._config import (
     DEFAULT_WORKER_TOML,
     STAGE_ORDER,
@@ -22,6 +25,7 @@ from agent_rl_sandbox.worker._config import (
     load_worker_config,
     parse_worker_config,
 )
+from agent_rl_sandbox.worker._loop import Worker, default_worker_id
 from agent_rl_sandbox.worker._reap import JOB_ENV, become_subreaper, job_processes, kill_job_processes
 from agent_rl_sandbox.worker._results import RESULT_COLUMNS, append_result, read_results
 from agent_rl_sandbox.worker._runner import StageResult, StageStatus, run_stage
@@ -36,10 +40,13 @@ __all__ = [
     "StageCommand",
     "StageResult",
     "StageStatus",
+    "Worker",
     "WorkerConfig",
     "WorkerConfigError",
     "append_result",
     "become_subreaper",
+    "build_worker",
+    "default_worker_id",
     "job_processes",
     "kill_job_processes",
     "load_worker_config",

@@ -2,8 +2,8 @@
 check, and a sweep that leaves no process of the job behind.
 
 :func:`run_stage` starts ``argv`` (never a shell) in the job's workspace with stdout and stderr
-appended to a log file, and the environment marker ``AGENT_RL_SANDBOX_JOB_ID`` set. It polls every
-50 ms; when the stage passes its timeout or ``should_cancel()`` turns true it sends ``SIGTERM`` to
+appended to a log file, and the environment marker ``AGENT_RL_SANDBOX_JOB_ID`` set. It waits in
+steps of at most 50 ms (returning as soon as the stage exits); when the stage passes its timeout or ``should_cancel()`` turns true it sends ``SIGTERM`` to
 the group and to every other process of the job, waits the grace period, then ``SIGKILL``s what is
 left (:func:`~agent_rl_sandbox.worker._reap.kill_job_processes`). After every stage, even one that
 exited 0, the same sweep runs, so a daemon a stage left running dies too. The workspace is kept.
@@ -75,17 +75,23 @@ def run_stage(
         )
     pgid = proc.pid  # a new session's leader is its group's leader
     status: StageStatus | None = None
-    while True:
-        code = proc.poll()
-        if code is not None:
-            break
-        if time.monotonic() - start >= timeout_s:
-            status = "timeout"
-            break
-        if should_cancel is not None and should_cancel():
-            status = "cancelled"
-            break
-        time.sleep(poll_s)
+    try:
+        while True:
+            try:  # returns as soon as the stage exits, else after poll_s
+                proc.wait(timeout=min(poll_s, max(0.001, timeout_s - (time.monotonic() - start))))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() - start >= timeout_s:
+                status = "timeout"
+                break
+            if should_cancel is not None and should_cancel():
+                status = "cancelled"
+                break
+    except BaseException:  # SystemExit from SIGTERM, KeyboardInterrupt: the stage dies with the worker
+        kill_job_processes(job_id, pgid=pgid, since=since, root=proc.pid, grace_s=min(grace_s, 1.0))
+        proc.wait()
+        raise
     # The sweep runs before the root is reaped when it was killed, so the group id cannot be reused.
     killed = kill_job_processes(job_id, pgid=pgid, since=since, root=proc.pid, grace_s=grace_s if status else 0.0)
     code = proc.wait()
