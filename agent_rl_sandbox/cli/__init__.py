@@ -41,7 +41,20 @@ from __future__ import annotations
 
 import os
 
-from agent_rl_sandbox.cli import demo, export, hook, import_, jobs, route, score, serve, tasks, trajectories, validate, worker
+from agent_rl_sandbox.cli import (
+    demo,
+    export,
+    hook,
+    import_,
+    jobs,
+    route,
+    score,
+    serve,
+    tasks,
+    trajectories,
+    validate,
+    worker,
+)
 from agent_rl_sandbox.cli._common import App, RootGroup
 
 app = App(

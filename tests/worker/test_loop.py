@@ -6,7 +6,6 @@ worker_lost with its processes killed, and two worker processes on PostgreSQL ac
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
