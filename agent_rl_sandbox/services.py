@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.adapters import AdapterRegistry, RouteTable, ServingBackend, VllmBackend
 from agent_rl_sandbox.tools.datasets import DatasetService
 from agent_rl_sandbox.tools.evals import EvalService
 from agent_rl_sandbox.tools.jobs import JobRepository, JobService
@@ -41,6 +42,8 @@ class Services:
     """Training-route recommendation from the store's evidence."""
     jobs: JobService
     """Training jobs: requests (agents), decisions (humans), the repository the worker claims from."""
+    adapters: AdapterRegistry
+    """Adapter registry: candidates, human deploys behind unhooks, the kill switch (anyone)."""
     _exit_hook: object = field(default=None, repr=False)
 
     @classmethod
@@ -63,7 +66,11 @@ class Services:
             datasets=datasets,
             routes=RouteService(store.trajectories, sandbox.tasks),
             jobs=JobService(settings, JobRepository(store.engine), datasets, evals.gates, sandbox.tasks),
-        )
+            adapters=AdapterRegistry(
+                store.engine, RouteTable(settings.adapters_dir / "routes.json"),
+                lambda: _serving_backend(settings), base_name=settings.vllm_base_model,
+            ),
+        )  # fmt: skip
 
     def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:
         """``method`` (an unbound domain method such as ``SandboxService.reset``) bound to the
@@ -104,3 +111,10 @@ class Services:
 def _exit_on_signal(signum: int, _frame: object) -> None:
     """SIGTERM/SIGHUP: exit through ``SystemExit`` so the ``atexit`` close runs."""
     raise SystemExit(128 + signum)
+
+
+def _serving_backend(settings: Settings) -> ServingBackend | None:
+    """The configured serving backend (the vLLM server), or ``None``."""
+    if settings.vllm_url and settings.vllm_base_model:
+        return VllmBackend(settings.vllm_url, settings.vllm_base_model)
+    return None

@@ -21,6 +21,9 @@ Environment variables (all optional):
   (a job's ``base_model`` is one of them or an existing local folder).
 - ``AGENT_RL_SANDBOX_APPROVER``: the identity the ``jobs`` CLI records for a human decision (default:
   the OS user).
+- ``AGENT_RL_SANDBOX_VLLM_URL``, ``AGENT_RL_SANDBOX_VLLM_BASE_MODEL``: the vLLM server adapters are
+  deployed to (runtime LoRA updating on) and the name it serves the base model under; without
+  them ``adapters deploy|enable|rollback`` are refused and the kill switch still works.
 """
 
 from __future__ import annotations
@@ -78,6 +81,10 @@ class Settings(BaseModel):
     """Base model names the operator's model registry knows (besides existing local model folders)."""
     approver: str | None = None
     """Identity recorded for decisions taken with the ``jobs`` CLI; ``None`` means the OS user."""
+    vllm_url: str | None = None
+    """Root URL of the vLLM server adapters are served from (``None``: no serving backend)."""
+    vllm_base_model: str | None = None
+    """The base model's served name on that server: where the kill switch routes a behaviour."""
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -109,6 +116,12 @@ class Settings(BaseModel):
             values["models"] = tuple(m.strip() for m in env["AGENT_RL_SANDBOX_MODELS"].split(",") if m.strip())
         if env.get("AGENT_RL_SANDBOX_APPROVER"):
             values["approver"] = env["AGENT_RL_SANDBOX_APPROVER"]
+        for key, name in (
+            ("vllm_url", "AGENT_RL_SANDBOX_VLLM_URL"),
+            ("vllm_base_model", "AGENT_RL_SANDBOX_VLLM_BASE_MODEL"),
+        ):
+            if env.get(name):
+                values[key] = env[name]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

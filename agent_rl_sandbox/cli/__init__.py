@@ -1,5 +1,5 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook | route | jobs | worker``.
+| import | export | hook | route | jobs | worker | adapters``.
 
 One module per command group; this file only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
@@ -16,6 +16,7 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     route.py         route                      the training-route recommendation (tools.routes)
     jobs.py          jobs list|show|approve|reject|cancel   training jobs: the human's decisions
     worker.py        worker [--once] [--max-jobs N]  claims approved jobs and runs their stages
+    adapters.py      adapters list|show|deploy|rollback|enable|disable   the registry; the kill switch
     _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
 
 Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
@@ -42,6 +43,7 @@ from __future__ import annotations
 import os
 
 from agent_rl_sandbox.cli import (
+    adapters,
     demo,
     export,
     hook,
@@ -75,6 +77,7 @@ app.command("validate")(validate.validate)
 app.command("route")(route.route)
 app.add_typer(jobs.app, name="jobs")
 app.command("worker")(worker.worker)
+app.add_typer(adapters.app, name="adapters")
 
 __all__ = ["app", "main"]
 

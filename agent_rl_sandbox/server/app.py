@@ -35,6 +35,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from agent_rl_sandbox import __version__
+from agent_rl_sandbox.schemas import adapters as adapters_io
 from agent_rl_sandbox.schemas import jobs as jobs_io
 from agent_rl_sandbox.schemas import reward as evals_io
 from agent_rl_sandbox.schemas import routes as routes_io
@@ -42,6 +43,7 @@ from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import Caller
+from agent_rl_sandbox.tools.adapters import AdapterRegistry
 from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import EvalService
@@ -58,6 +60,9 @@ IDEMPOTENT_ADDITIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+IDEMPOTENT_DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 INSTRUCTIONS = """\
 agent-rl-sandbox: practise a behaviour in a disposable sandbox and get a reward from verified state.
@@ -263,6 +268,19 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Cancel one of your own training jobs in any non-final state (a running one is stopped by its worker). "
         "Cancelling is the only change an agent can make to a job.",
     ),
+    ToolSpec(
+        "adapter_list", adapters_io.AdapterListInput, adapters_io.AdapterListOutput, READ_ONLY,
+        AdapterRegistry.adapter_list,
+        "Trained adapters in the registry (candidate, deployed, disabled, retired) with their job, content hash "
+        "and rollback target, and which model name each behaviour is routed to now.",
+    ),  # fmt: skip
+    ToolSpec(
+        "adapter_disable", adapters_io.AdapterDisableInput, adapters_io.AdapterDisableOutput, IDEMPOTENT_DESTRUCTIVE,
+        AdapterRegistry.adapter_disable,
+        "Kill switch: route a behaviour back to the base model at once and mark its deployed adapter disabled. "
+        "Anyone may pull it, at any time, and pulling it twice is harmless. Turning an adapter back on is a "
+        "human's decision, out of band; no tool does it.",
+    ),  # fmt: skip
 )
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import dataset_file, queued_job
+from worker_jobs import dataset_file, queued_job
 
 from agent_rl_sandbox.tools.jobs import JobRepository
 from agent_rl_sandbox.tools.store import Store
@@ -225,3 +225,24 @@ def test_two_worker_processes_on_postgres_never_run_a_job_twice(tmp_path, pg_url
         print(f"jobs per worker pid: { {p: sum(1 for _, s, q in rows if q == p and s == 'gate') for p in by_worker} }")
     finally:
         store.close()
+
+
+def test_build_worker_registers_the_gate_passing_adapter_as_a_candidate(tmp_path):
+    from agent_rl_sandbox.settings import Settings
+    from agent_rl_sandbox.tools.adapters import content_hash
+    from agent_rl_sandbox.worker import build_worker
+
+    settings = Settings(home=tmp_path / "home")
+    settings.home.mkdir()
+    (settings.home / "worker.toml").write_text(_config(tmp_path / "ledger"))
+    w, services = build_worker(settings, lease_s=30)
+    try:
+        data, sha = dataset_file(tmp_path / "data")
+        jid = queued_job(services.jobs.repo, data, sha)
+        assert w.run(once=True) == 1
+        (a,) = services.adapters.list()
+        assert (a.job_id, a.state, a.behaviour) == (jid, "candidate", "claim-before-edit")
+        assert a.content_hash == content_hash(settings.jobs_dir / jid / "adapter")
+        assert a.gate_report["scores"] == {"baseline": 0.4, "final": 0.75}
+    finally:
+        services.close()

@@ -172,8 +172,43 @@ job_worker_lock = Table(
     Column("expires_at", String(40), nullable=False),
 )
 
+adapters = Table(
+    "adapters",
+    metadata,
+    Column("adapter_id", String(64), primary_key=True),
+    Column("behaviour", String(200), nullable=False),
+    Column("base_model", String(500), nullable=False),
+    Column("job_id", String(64), ForeignKey("jobs.job_id"), nullable=False, unique=True),
+    Column("spec_hash", String(64), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("gate_report_json", Text),
+    Column("state", String(16), nullable=False),
+    Column("served_name", String(200), nullable=False),
+    Column("previous_adapter_id", String(64)),
+    Column("unhooks_json", Text),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+)
+
+adapter_events = Table(
+    "adapter_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("adapter_id", String(64), ForeignKey("adapters.adapter_id"), nullable=False),
+    Column("behaviour", String(200), nullable=False),
+    Column("at", String(40), nullable=False),
+    Column("actor", String(16), nullable=False),
+    Column("who", String(200), nullable=False),
+    Column("from_state", String(16)),
+    Column("to_state", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+)
+
 Index("ix_steps_session", steps.c.session_id)
 Index("ix_jobs_state_created", jobs.c.state, jobs.c.created_at)
 Index("ix_jobs_requester", jobs.c.requester)
 Index("ix_job_events_job", job_events.c.job_id, job_events.c.id)
 Index("ix_trajectories_created", trajectories.c.created_at)
+Index("ix_adapters_behaviour_state", adapters.c.behaviour, adapters.c.state)
+Index("ix_adapter_events_adapter", adapter_events.c.adapter_id, adapter_events.c.id)
