@@ -139,6 +139,11 @@ class Settings(BaseModel):
         return self.home / "reports"
 
     @property
+    def jobs_dir(self) -> Path:
+        """Job workspaces (``<home>/jobs/<job id>/``) and ``results.csv``."""
+        return self.home / "jobs"
+
+    @property
     def adapters_dir(self) -> Path:
         """The route table (``routes.json``) the kill switch flips."""
         return self.home / "adapters"
