@@ -419,7 +419,7 @@ class AdapterRegistry:
         """The tools' view of ``a``."""
         return AdapterView(
             adapter_id=a.adapter_id, behaviour=a.behaviour, base_model=a.base_model, job_id=a.job_id,
-            state=a.state, served_name=a.served_name, content_hash=a.content_hash,  # type: ignore[arg-type]
+            state=a.state, served_name=a.served_name, content_hash=a.content_hash,
             previous_adapter_id=a.previous_adapter_id, created_at=a.created_at, updated_at=a.updated_at,
         )  # fmt: skip
 
