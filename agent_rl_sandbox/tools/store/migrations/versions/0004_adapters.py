@@ -5,8 +5,8 @@ spec hash, path, content hash of its files, gate report, state, the name it is s
 pinned previous adapter for rollback, the last unhook dry run); ``adapter_events`` one row per
 registry change (who, when, from, to, reason). Only new tables; downgrade drops them.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-01
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
