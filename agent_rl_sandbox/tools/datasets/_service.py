@@ -52,7 +52,13 @@ class DatasetService:
 
     def _allowed(self, raw: str, what: str) -> Path:
         path = Path(raw).expanduser()
-        real = path.resolve() if path.is_absolute() else (Path.cwd() / path).resolve()
+        try:
+            real = path.resolve() if path.is_absolute() else (Path.cwd() / path).resolve()
+        except OSError as e:  # a link that vanished between lstat and readlink inside realpath
+            raise ActionError(
+                f"{what} {raw!r} could not be resolved ({e.strerror or type(e).__name__}): it changed while being checked",
+                "pass a path that is not being replaced, or pass the rows inline",
+            ) from None
         if not any(real == root or real.is_relative_to(root) for root in self.allowed_roots):
             raise ActionError(
                 f"{what} {raw!r} is outside the folders this tool may read ({', '.join(map(str, self.allowed_roots))})",

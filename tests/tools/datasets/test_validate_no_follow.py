@@ -112,8 +112,8 @@ def test_racing_a_folder_against_a_link_never_reads_the_secret(layout):
             calls += 1
             try:
                 out = service.validate(DatasetValidateInput(path=str(data / "sub" / "rows.jsonl")))
-            except ActionError as e:  # the check itself saw the link
-                assert "outside the folders" in str(e)
+            except ActionError as e:  # the check itself saw the link, or saw it vanish mid-resolve
+                assert "outside the folders" in str(e) or "could not be resolved" in str(e)
                 outcomes["refused"] = outcomes.get("refused", 0) + 1
                 continue
             assert not _read_secret(out), out.model_dump_json()
