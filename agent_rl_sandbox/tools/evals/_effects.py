@@ -59,7 +59,8 @@ def effects_of(steps: list[Step]) -> tuple[list[EffectRecord], list[int]]:
             if not isinstance(r, dict):
                 records.append(EffectRecord(step.step_id, "unreadable", "", ()))
                 continue
-            argv = r.get("argv") if isinstance(r.get("argv"), list) else []
+            raw_argv = r.get("argv")
+            argv: list = raw_argv if isinstance(raw_argv, list) else []
             records.append(
                 EffectRecord(
                     step.step_id,

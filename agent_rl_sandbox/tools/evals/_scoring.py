@@ -555,7 +555,7 @@ EVALUATORS: dict[str, Callable[..., CriterionResult]] = {
 
 def _evaluate(c, ctx: _Ctx) -> CriterionResult:
     """Run one criterion; anything but a well-formed finite result becomes ``status="error"``."""
-    fn = EVALUATORS.get(getattr(c, "type", None))
+    fn = EVALUATORS.get(str(getattr(c, "type", "")))
     if fn is None:
         return _error(c, f"unknown criterion type {getattr(c, 'type', None)!r}")
     try:

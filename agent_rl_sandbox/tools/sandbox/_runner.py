@@ -285,7 +285,7 @@ def system_args() -> list[str]:
     return args
 
 
-def python_mounts() -> list[Mount]:
+def python_mounts() -> list[tuple[str, Path]]:
     """Read-only binds that make this interpreter usable in the sandbox: its prefixes and the real
     folder of ``sys.executable`` (a venv's ``python`` is often a symlink into ``~/.pyenv`` or
     similar). Only these folders are bound, never the home or checkout above them."""
@@ -483,6 +483,7 @@ def run_command(
     if live is not None:
         live.add(proc.pid, uid)
     if on_start is not None:
+        assert proc.stdout is not None  # stdout=PIPE
         on_start(proc.pid, proc.stdout.fileno())
     limit_hit: str | None = None
     sel = selectors.DefaultSelector()
@@ -513,7 +514,7 @@ def run_command(
             if limit_hit:
                 break
             for key, _ in sel.select(timeout=min(remaining, 0.5)):
-                chunk = os.read(key.fileobj.fileno(), 1 << 20)
+                chunk = os.read(key.fd, 1 << 20)
                 if not chunk:
                     sel.unregister(key.fileobj)
                     open_streams -= 1

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from agent_rl_sandbox.schemas.reward import ClaimsBeforeEdit
@@ -220,7 +220,7 @@ class SandboxService:
         with self._locks_guard:
             return self._locks.setdefault(sandbox_id, threading.Lock())
 
-    def _mounts(self, rw: list[Path], ro: list[Path] = ()) -> list[Mount]:
+    def _mounts(self, rw: list[Path], ro: Sequence[Path] = ()) -> list[Mount]:
         """Mounts for one command, on top of the runner's allow-list (system folders and the
         interpreter, read-only; homes, ``/run`` and the rest of the host are never mounted): hide
         task folders (hidden verifiers) and the store where they lie inside a mounted folder (a

@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 from agent_rl_sandbox.tools.sandbox._runner import SHIM_DIR, SYSTEM_PATHS, Mount, python_mounts
 
@@ -465,7 +466,7 @@ class EffectRecorder:
                         pending[conn] = [bytearray(), time.monotonic(), peer, info]
                         sel.register(conn, selectors.EVENT_READ, True)
                         continue
-                    conn = key.fileobj
+                    conn = cast(socket.socket, key.fileobj)
                     state = pending[conn]
                     try:
                         chunk = conn.recv(MAX_MESSAGE)

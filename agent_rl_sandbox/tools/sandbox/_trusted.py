@@ -41,6 +41,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from agent_rl_sandbox.schemas.reward import DEFAULT_TEST_PATTERN, RewardSpec
 from agent_rl_sandbox.tools.evals._actions import _VALUE_FLAGS
@@ -77,7 +78,8 @@ def test_patterns(spec: RewardSpec) -> list[str]:
     for c in spec.criteria:
         if c.type in ("test_run", "final_message_evidence"):
             out.append(c.command_pattern)
-        for m in getattr(c, "sequence", None) or ([c.action] if getattr(c, "action", None) is not None else []):
+        action = getattr(c, "action", None)
+        for m in getattr(c, "sequence", None) or ([action] if action is not None else []):
             if m.test_run is not None:
                 out.append(m.test_run.command_pattern)
     return list(dict.fromkeys(out))
@@ -170,7 +172,7 @@ def outcome(exit_code: int | None, junit: Path, sel: tuple[str, ...], limit_hit:
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
     ids = tuple(f"{c.get('file') or (c.get('classname') or '').replace('.', '/') + '.py'}::{c.get('name')}" for c in cases[:MAX_IDS])
     ran = len(cases) - skipped
-    base = dict(exit_code=exit_code, selection=sel, tests=len(cases), failed=failed, skipped=skipped, ids=ids)
+    base: dict[str, Any] = dict(exit_code=exit_code, selection=sel, tests=len(cases), failed=failed, skipped=skipped, ids=ids)
     if exit_code == 0 and ran > 0 and failed == 0:
         return TrustedRun("pass", **base)
     if exit_code == 1 and failed > 0:

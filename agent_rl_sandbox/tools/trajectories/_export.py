@@ -229,7 +229,7 @@ def _sft(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Cou
         if not _usable(conv, counts):
             continue
         if minimind:
-            row = {"conversations": minimind_messages(conv.messages, conv.tools)}
+            row: dict[str, Any] = {"conversations": minimind_messages(conv.messages, conv.tools)}
         else:
             row = {"messages": encode_arguments(conv.messages), "tools": _tools_json(conv.tools)}
         yield row, [s.session_id]
@@ -267,7 +267,7 @@ def _pairs(store: TrajectoryRepository, selected, opts: ExportOptions, counts: C
                 if k is None:
                     counts["pairs_dropped_no_assistant_divergence"] += 1
                     continue
-                row = {"chosen": a[: k + 1], "rejected": b[: k + 1]}
+                row: dict[str, Any] = {"chosen": a[: k + 1], "rejected": b[: k + 1]}
             else:
                 row = {
                     "prompt": encode_arguments(cg.prompt),

@@ -156,7 +156,7 @@ class _Ctx:
 
     def problem(self, line: int | None, message: str, *, path: str | None = None, severity: str = "error") -> None:
         self.report.problems.append(
-            ImportProblem(file=self.file, line=line, path=path, severity=severity, message=message)  # type: ignore[arg-type]
+            ImportProblem(file=self.file, line=line, path=path, severity=severity, message=message)
         )
 
     def warn(self, line: int | None, message: str, *, path: str | None = None) -> None:
@@ -214,7 +214,7 @@ def _parse_atif(data: bytes, ctx: _Ctx) -> list[_Traj]:
             docs = _lines(data, ctx)
     else:
         docs = _lines(data, ctx)
-    out = []
+    out: list[Any] = []
     for line, doc in docs:
         t = _atif_doc(doc, line, ctx, index=len(out))
         if t is not None:
@@ -443,7 +443,8 @@ def _codex_output(raw: Any) -> tuple[str, bool, int | None]:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and "output" in parsed:
-        meta = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
+        raw_meta = parsed.get("metadata")
+        meta: dict = raw_meta if isinstance(raw_meta, dict) else {}
         code = meta.get("exit_code") if isinstance(meta.get("exit_code"), int) else None
         return content_text(parsed["output"]), code not in (None, 0), code
     m = _CODEX_EXIT.search(text)
@@ -515,7 +516,8 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
             elif it == "custom_tool_call":
                 name, args = payload.get("name"), {"input": payload.get("input", "")}
             else:
-                name, args = "local_shell", payload.get("action") if isinstance(payload.get("action"), dict) else {}
+                action = payload.get("action")
+                name, args = "local_shell", action if isinstance(action, dict) else {}
             if not isinstance(name, str):
                 ctx.problem(n, f"{it} without a name; skipped")
                 continue
@@ -524,7 +526,7 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
                 t.errors.append(ImportProblem(file=ctx.file, line=n, path="$.payload.call_id", message=problem))
         elif it in ("function_call_output", "custom_tool_call_output"):
             content, error, code = _codex_output(payload.get("output"))
-            res = t.result(payload.get("call_id"), content, error=error, exit_code=code)
+            res = t.result(payload.get("call_id"), content, error=error, exit_code=code)  # type: ignore[arg-type]  # None is a problem t.result reports
             if res == "unknown":
                 ctx.warn(n, f"output for call_id {payload.get('call_id')!r}, which no earlier call has; skipped")
             elif res == "duplicate":
@@ -548,7 +550,9 @@ def _parse_openai_chat(data: bytes, ctx: _Ctx, file_sha: str) -> list[_Traj]:
             continue
         messages, tools, model = obj.get("messages"), obj.get("tools"), obj.get("model")
         if messages is None and isinstance(obj.get("request"), dict):  # logged request/response pairs
-            req, resp = obj["request"], obj.get("response") if isinstance(obj.get("response"), dict) else {}
+            raw_resp = obj.get("response")
+            req: dict = obj["request"]
+            resp: dict = raw_resp if isinstance(raw_resp, dict) else {}
             messages, tools, model = req.get("messages"), req.get("tools"), resp.get("model") or req.get("model")
             choices = resp.get("choices")
             if isinstance(messages, list) and isinstance(choices, list) and choices and isinstance(choices[0], dict):
