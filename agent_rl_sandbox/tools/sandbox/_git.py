@@ -179,7 +179,7 @@ class WorkingCopy:
         one ``git cat-file --batch`` process (one round trip each, not one process each)."""
         cached = self._cache.get((tree, path), _MISS)
         if cached is not _MISS:
-            return cached
+            return cached  # type: ignore[return-value]  # _MISS is the only non-bytes value stored
         if "\n" in path or "\r" in path:  # the batch protocol is line-based
             try:
                 return self.git("cat-file", "blob", f"{tree}:{path}")
@@ -217,12 +217,13 @@ class WorkingCopy:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         assert proc.stdin is not None and proc.stdout is not None
+        stdin = proc.stdin
 
         def feed() -> None:
             try:
                 for p in wanted:
-                    proc.stdin.write(f"{tree}:{p}\n".encode("utf-8", "surrogateescape"))
-                proc.stdin.close()
+                    stdin.write(f"{tree}:{p}\n".encode("utf-8", "surrogateescape"))
+                stdin.close()
             except OSError:
                 pass
 
@@ -304,10 +305,10 @@ class WorkingCopy:
             except OSError as e:
                 found.append(f"{rel_dir or '.'}: cannot list ({e.strerror})")
                 continue
-            for e in entries:
-                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                 mode = want.get(rel)
-                if e.is_dir(follow_symlinks=False) and mode is None:
+                if entry.is_dir(follow_symlinks=False) and mode is None:
                     if rel in dirs:
                         stack.append(rel)
                     else:
@@ -317,10 +318,10 @@ class WorkingCopy:
                 if mode is None:
                     found.append(f"{rel}: not in the fixture")
                 elif mode == "120000":
-                    if not e.is_symlink():
+                    if not entry.is_symlink():
                         found.append(f"{rel}: should be a symlink")
                 elif mode in ("100644", "100755"):
-                    if not e.is_file(follow_symlinks=False):
+                    if not entry.is_file(follow_symlinks=False):
                         found.append(f"{rel}: should be a regular file")
                 else:
                     found.append(f"{rel}: unexpected entry of mode {mode} in the fixture")
