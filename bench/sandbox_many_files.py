@@ -64,14 +64,22 @@ def one(services: Services, task_id: str, n: int) -> dict:
     out = sb.reset(SandboxResetInput(task_id=task_id, sandbox_id=sid, agent_name="bench"))
     reset_open_s = time.perf_counter() - t0
     assert out.tree_hash == first.tree_hash
-    return {"n": n, "exec_s": exec_s, "finish_s": finish_s, "refused": refused,
-            "reset_after_finish_s": reset_after_finish_s, "reset_open_s": reset_open_s}
+    return {
+        "n": n,
+        "exec_s": exec_s,
+        "finish_s": finish_s,
+        "refused": refused,
+        "reset_after_finish_s": reset_after_finish_s,
+        "reset_open_s": reset_open_s,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="3000,20000")
-    ap.add_argument("--cap", type=int, default=50_000, help="max_changed_files of the second task (the first keeps the default)")
+    ap.add_argument(
+        "--cap", type=int, default=50_000, help="max_changed_files of the second task (the first keeps the default)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ars-bench-") as tmp:
         tmp = Path(tmp)
@@ -80,15 +88,20 @@ def main() -> None:
         services = Services.build(Settings(home=tmp / "home", task_dirs=(tmp / "tasks",)))
         try:
             print(f"isolation: {services.sandbox.isolation.kind}")
-            print(f"{'task':<20}{'files':>7}{'exec s':>9}{'finish s':>10}{'reset(fin) s':>14}{'reset(open) s':>15}  finish outcome")
+            print(
+                f"{'task':<20}{'files':>7}{'exec s':>9}{'finish s':>10}{'reset(fin) s':>14}{'reset(open) s':>15}  finish outcome"
+            )
             sizes = [int(x) for x in args.sizes.split(",")]
             for task_id, n in [(t, n) for t in ("bench/many", "bench/many-raised") for n in sizes]:
                 if task_id not in services.sandbox.tasks:  # a checkout before max_changed_files existed
                     print(f"{task_id:<20}{n:>7}  (task not loadable here: {services.sandbox.task_problems[:1]})")
                     continue
                 r = one(services, task_id, n)
-                print(f"{task_id:<20}{r['n']:>7}{r['exec_s']:>9.2f}{r['finish_s']:>10.2f}{r['reset_after_finish_s']:>14.2f}"
-                      f"{r['reset_open_s']:>15.2f}  {r['refused']}", flush=True)
+                print(
+                    f"{task_id:<20}{r['n']:>7}{r['exec_s']:>9.2f}{r['finish_s']:>10.2f}{r['reset_after_finish_s']:>14.2f}"
+                    f"{r['reset_open_s']:>15.2f}  {r['refused']}",
+                    flush=True,
+                )
         finally:
             services.sandbox.close()
             services.close()

@@ -78,7 +78,12 @@ def scaling(services: Services, task_id: str, sizes: list[int], rounds: int = 5)
     for n in sizes:
         times = []
         for r in range(rounds):
-            sb.exec(SandboxExecInput(sandbox_id=sid, command=f"for f in $(find pkg* -name '*.py' | sort | head -n {n}); do echo '# {r}' >> $f; done"))
+            sb.exec(
+                SandboxExecInput(
+                    sandbox_id=sid,
+                    command=f"for f in $(find pkg* -name '*.py' | sort | head -n {n}); do echo '# {r}' >> $f; done",
+                )
+            )
             t0 = time.perf_counter()
             sb.reset(SandboxResetInput(task_id=task_id, sandbox_id=sid, agent_name="bench"))
             times.append((time.perf_counter() - t0) * 1000)
@@ -100,16 +105,25 @@ def main() -> None:
         services = Services.build(Settings(home=tmp / "home", task_dirs=(tmp / "tasks",)))
         try:
             print(f"isolation: {services.sandbox.isolation.detail}")
-            rows = [bench_task(services, args.task, args.rounds, scratch), bench_task(services, "bench/big", args.rounds, scratch)]
-            print(f"\n{'fixture':<24}{'files':>7}{'create ms':>11}{'reset p50':>11}{'reset p95':>11}"
-                  f"{'copy p50':>10}{'copy p95':>10}{'copy/reset':>12}")
+            rows = [
+                bench_task(services, args.task, args.rounds, scratch),
+                bench_task(services, "bench/big", args.rounds, scratch),
+            ]
+            print(
+                f"\n{'fixture':<24}{'files':>7}{'create ms':>11}{'reset p50':>11}{'reset p95':>11}"
+                f"{'copy p50':>10}{'copy p95':>10}{'copy/reset':>12}"
+            )
             for r in rows:
                 rp50, rp95 = pct(r["reset"], 0.5), pct(r["reset"], 0.95)
                 cp50, cp95 = pct(r["copy"], 0.5), pct(r["copy"], 0.95)
-                print(f"{r['task']:<24}{r['files']:>7}{r['create_ms']:>11.1f}{rp50:>11.1f}{rp95:>11.1f}"
-                      f"{cp50:>10.1f}{cp95:>10.1f}{cp50 / rp50:>11.1f}x")
-            print("\n(reset = the whole sandbox_reset tool call after 3 edited files and 1 new file: git restore, "
-                  "ownership fix-up, a new trajectory in the store; copy = shutil.copytree of the fixture repo)")
+                print(
+                    f"{r['task']:<24}{r['files']:>7}{r['create_ms']:>11.1f}{rp50:>11.1f}{rp95:>11.1f}"
+                    f"{cp50:>10.1f}{cp95:>10.1f}{cp50 / rp50:>11.1f}x"
+                )
+            print(
+                "\n(reset = the whole sandbox_reset tool call after 3 edited files and 1 new file: git restore, "
+                "ownership fix-up, a new trajectory in the store; copy = shutil.copytree of the fixture repo)"
+            )
             print(f"\nreset p50 vs files changed on the {args.files}-file fixture:")
             for n, ms in scaling(services, "bench/big", [1, 10, 100, 1000]):
                 print(f"  {n:>5} changed: {ms:8.1f} ms")

@@ -93,7 +93,9 @@ async def in_process(settings: Settings, calls: int) -> None:
         return {"ok": True}
 
     async with Client(server) as client:
-        sid = (await client.call_tool("trajectory_start", {"agent_name": "bench"})).structured_content["trajectory"]["session_id"]
+        sid = (await client.call_tool("trajectory_start", {"agent_name": "bench"})).structured_content["trajectory"][
+            "session_id"
+        ]
         await _measure(client, 20, sid, 10**6)  # warm up
         log_s, noop_s, lat = await _measure(client, calls, sid, 0)
     _report("trajectory_log_step, in process", calls, log_s, calls, noop_s, "no-op tool")
@@ -110,7 +112,9 @@ async def over_stdio(settings: Settings, calls: int) -> None:
         env["AGENT_RL_SANDBOX_DATABASE_URL"] = settings.database_url
     params = StdioServerParameters(command=sys.executable, args=["-c", NOOP_SERVER], env=env)
     async with Client(params, read_timeout_seconds=60) as client:
-        sid = (await client.call_tool("trajectory_start", {"agent_name": "bench-stdio"})).structured_content["trajectory"]["session_id"]
+        sid = (await client.call_tool("trajectory_start", {"agent_name": "bench-stdio"})).structured_content[
+            "trajectory"
+        ]["session_id"]
         await _measure(client, 20, sid, 10**6)
         log_s, noop_s, lat = await _measure(client, calls, sid, 0)
     _report("trajectory_log_step, stdio", calls, log_s, calls, noop_s, "no-op tool")
@@ -121,14 +125,30 @@ def bulk_import(settings: Settings, steps: int, tmp: Path) -> None:
     from agent_rl_sandbox.tools.store import Store
     from agent_rl_sandbox.tools.trajectories import import_file
 
-    lines = [json.dumps({"timestamp": "2026-11-29T10:00:00Z", "type": "session_meta",
-                         "payload": {"id": "bench-session", "cli_version": "0.65.0", "cwd": "/w"}})]
+    lines = [
+        json.dumps(
+            {
+                "timestamp": "2026-11-29T10:00:00Z",
+                "type": "session_meta",
+                "payload": {"id": "bench-session", "cli_version": "0.65.0", "cwd": "/w"},
+            }
+        )
+    ]
     records = []
     for i in range(steps):
-        call = {"type": "function_call", "name": "shell", "call_id": f"call_{i}",
-                "arguments": json.dumps({"command": ["bash", "-lc", f"pytest -q -k case{i}"]})}
-        out = {"type": "function_call_output", "call_id": f"call_{i}",
-               "output": json.dumps({"output": f"case{i}: 1 passed", "metadata": {"exit_code": 0, "duration_seconds": 0.1}})}
+        call = {
+            "type": "function_call",
+            "name": "shell",
+            "call_id": f"call_{i}",
+            "arguments": json.dumps({"command": ["bash", "-lc", f"pytest -q -k case{i}"]}),
+        }
+        out = {
+            "type": "function_call_output",
+            "call_id": f"call_{i}",
+            "output": json.dumps(
+                {"output": f"case{i}: 1 passed", "metadata": {"exit_code": 0, "duration_seconds": 0.1}}
+            ),
+        }
         for p in (call, out):
             rec = {"timestamp": "2026-11-29T10:00:01Z", "type": "response_item", "payload": p}
             records.append(rec)

@@ -33,14 +33,25 @@ WORDS = (
 
 TOOLS = [
     ("takeoff_drone", {"altitude": {"type": "integer", "description": "Altitude in meters."}}, ["altitude"]),
-    ("land_drone", {"location": {"type": "string", "enum": ["current", "home_base", "custom"]},
-                    "coordinates": {"type": "object"}}, ["location"]),
-    ("control_drone_movement", {"direction": {"type": "string", "enum": ["forward", "backward", "left", "right",
-                                                                         "up", "down"]},
-                                "distance": {"type": "integer"}}, ["direction", "distance"]),
+    (
+        "land_drone",
+        {"location": {"type": "string", "enum": ["current", "home_base", "custom"]}, "coordinates": {"type": "object"}},
+        ["location"],
+    ),
+    (
+        "control_drone_movement",
+        {
+            "direction": {"type": "string", "enum": ["forward", "backward", "left", "right", "up", "down"]},
+            "distance": {"type": "integer"},
+        },
+        ["direction", "distance"],
+    ),
     ("set_drone_speed", {"speed": {"type": "integer", "minimum": 0}}, ["speed"]),
-    ("control_camera", {"mode": {"type": "string", "enum": ["photo", "video", "panorama"]},
-                        "duration": {"type": "integer"}}, ["mode"]),
+    (
+        "control_camera",
+        {"mode": {"type": "string", "enum": ["photo", "video", "panorama"]}, "duration": {"type": "integer"}},
+        ["mode"],
+    ),
     ("control_gimbal", {"tilt": {"type": "integer"}, "pan": {"type": "integer"}}, ["tilt", "pan"]),
     ("set_drone_lighting", {"mode": {"type": "string", "enum": ["on", "off", "blink", "sos"]}}, ["mode"]),
     ("return_to_home", {}, []),
@@ -103,8 +114,16 @@ def generate(path: str, mb: float, seed: int = 0) -> tuple[int, int]:
             messages = [
                 {"role": "system", "content": "You control a drone. " + _sentence(rnd, 30)},
                 {"role": "user", "content": f"Request {rows}: " + _sentence(rnd, rnd.randint(10, 80))},
-                {"role": "assistant", "tool_calls": [{"id": call_id, "type": "function", "function": {
-                    "name": name, "arguments": json.dumps(_args(name, props, required, rnd))}}]},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(_args(name, props, required, rnd))},
+                        }
+                    ],
+                },
                 {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"status": "ok", "id": rows})},
                 {"role": "assistant", "content": _sentence(rnd, rnd.randint(10, 60))},
             ]
@@ -140,8 +159,14 @@ def worker(method: str, path: str) -> dict:
                 rows += 1
                 errors += sum(1 for _ in validator.iter_errors(json.loads(line)))
     seconds = time.perf_counter() - t0
-    return {"method": method, "seconds": seconds, "rows": rows, "errors": errors,
-            "peak_rss_mb": _peak_rss_mb(), "rss_after_import_mb": start_rss}
+    return {
+        "method": method,
+        "seconds": seconds,
+        "rows": rows,
+        "errors": errors,
+        "peak_rss_mb": _peak_rss_mb(),
+        "rss_after_import_mb": start_rss,
+    }
 
 
 def main() -> None:
@@ -161,19 +186,24 @@ def main() -> None:
         print(f"generated {rows:,} rows, {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
         results = {}
         for method in ("validator", "baseline"):
-            out = subprocess.run([sys.executable, __file__, "--worker", method, path], check=True,
-                                 capture_output=True, text=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--worker", method, path], check=True, capture_output=True, text=True
+            )
             results[method] = json.loads(out.stdout.strip().splitlines()[-1])
         mb = size / 1e6
         print(f"{'method':<10} {'seconds':>8} {'MB/s':>8} {'rows/s':>10} {'errors':>7} {'peak RSS MB':>12}")
         for method, r in results.items():
-            print(f"{method:<10} {r['seconds']:>8.2f} {mb / r['seconds']:>8.1f} {r['rows'] / r['seconds']:>10,.0f} "
-                  f"{r['errors']:>7} {r['peak_rss_mb']:>12.1f}")
+            print(
+                f"{method:<10} {r['seconds']:>8.2f} {mb / r['seconds']:>8.1f} {r['rows'] / r['seconds']:>10,.0f} "
+                f"{r['errors']:>7} {r['peak_rss_mb']:>12.1f}"
+            )
         ratio = results["baseline"]["seconds"] / results["validator"]["seconds"]
         verdict = "meets" if ratio >= 10 else "misses"
         print(f"ratio: validator is {ratio:.1f}x the baseline (json + jsonschema) throughput; {verdict} the 10x aim")
-        print("baseline = json.loads + jsonschema Draft 2020-12 against schemas/datasets/openai.chat.schema.json; "
-              "validator also checks tool calls, ids, arguments against parameters, duplicates, drift, lengths")
+        print(
+            "baseline = json.loads + jsonschema Draft 2020-12 against schemas/datasets/openai.chat.schema.json; "
+            "validator also checks tool calls, ids, arguments against parameters, duplicates, drift, lengths"
+        )
     finally:
         if not args.path and os.path.exists(path):
             os.unlink(path)

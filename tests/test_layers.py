@@ -30,7 +30,9 @@ def _copy_package(dst: Path) -> Path:
     shutil.copytree(
         ROOT / "agent_rl_sandbox",
         dst / "agent_rl_sandbox",
-        ignore=lambda d, names: [n for n in names if n == "__pycache__" or (Path(d).name == "tasks" and n != "__init__.py")],
+        ignore=lambda d, names: [
+            n for n in names if n == "__pycache__" or (Path(d).name == "tasks" and n != "__init__.py")
+        ],
     )
     return dst
 
@@ -44,9 +46,21 @@ def test_import_contracts_hold():
 @pytest.mark.parametrize(
     ("path", "line", "broken"),
     [
-        ("tools/_face_import.py", "from agent_rl_sandbox.server import app\n", "tools is not allowed to import agent_rl_sandbox.server"),
-        ("tools/_root_import.py", "from agent_rl_sandbox import services\n", "tools is not allowed to import agent_rl_sandbox.services"),
-        ("schemas/_up.py", "import agent_rl_sandbox.tools.errors\n", "schemas is not allowed to import agent_rl_sandbox.tools"),
+        (
+            "tools/_face_import.py",
+            "from agent_rl_sandbox.server import app\n",
+            "tools is not allowed to import agent_rl_sandbox.server",
+        ),
+        (
+            "tools/_root_import.py",
+            "from agent_rl_sandbox import services\n",
+            "tools is not allowed to import agent_rl_sandbox.services",
+        ),
+        (
+            "schemas/_up.py",
+            "import agent_rl_sandbox.tools.errors\n",
+            "schemas is not allowed to import agent_rl_sandbox.tools",
+        ),
         ("tools/_torch.py", "import torch\n", "agent_rl_sandbox.tools is not allowed to import torch"),
     ],
 )
@@ -137,6 +151,8 @@ def test_building_services_installs_no_process_wide_handlers(tmp_path):
         print(before == after, armed[0] is not signal.SIG_DFL, armed[1] == before[2] + 1)
         """
     )
-    r = subprocess.run([sys.executable, "-c", script, str(tmp_path / "home")], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "home")], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True", "True"]

@@ -52,7 +52,9 @@ BATCH_BYTES = 4 * 1024 * 1024
 
 def json_bytes(value: Any) -> int:
     """Bytes of ``value`` as compact UTF-8 JSON (non-JSON values through ``str``)."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass"))
+    return len(
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass")
+    )
 
 
 def check_json_bytes(field: str, value: Any, limit: int) -> Any:

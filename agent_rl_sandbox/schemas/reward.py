@@ -416,9 +416,7 @@ Criterion = Annotated[
     Field(discriminator="type"),
 ]
 
-CRITERION_TYPES: tuple[str, ...] = tuple(
-    m.model_fields["type"].default for m in get_args(get_args(Criterion)[0])
-)
+CRITERION_TYPES: tuple[str, ...] = tuple(m.model_fields["type"].default for m in get_args(get_args(Criterion)[0]))
 """Every criterion ``type``, in the order of the :data:`Criterion` union."""
 
 
@@ -933,7 +931,9 @@ class EvalGateInput(BaseModel):
 
     gate: str = Field(default="default", min_length=1, max_length=100, description="Gate name (see gates_available).")
     session_ids: list[str] | None = Field(
-        default=None, max_length=1000, description="Score these finished trajectories; default: every one matching the filters."
+        default=None,
+        max_length=1000,
+        description="Score these finished trajectories; default: every one matching the filters.",
     )
     task_id: str | None = Field(default=None, description="Only trajectories of this task.")
     behaviour: str | None = Field(default=None, description="Only trajectories of this behaviour.")

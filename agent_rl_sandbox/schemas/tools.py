@@ -64,7 +64,9 @@ class ListTasksOutput(_Out):
 class SandboxResetInput(_In):
     task_id: str = Field(min_length=1, max_length=B.NAME_CHARS, description="Task to load (see list_tasks).")
     sandbox_id: str | None = Field(
-        default=None, max_length=64, description="Reset this existing sandbox to its base commit instead of creating one."
+        default=None,
+        max_length=64,
+        description="Reset this existing sandbox to its base commit instead of creating one.",
     )
     agent_name: str = Field(
         default="unknown", max_length=B.NAME_CHARS, description="Your agent's name, recorded on the trajectory."
@@ -108,7 +110,9 @@ class SandboxExecOutput(_Out):
         description="Which limit the command hit, if any: wall_time, cpu_time, memory, file_size, output, processes, "
         "tmp_space, or disk / files (the sandbox's quota: later exec and writes are refused until sandbox_reset)."
     )
-    warning: str | None = Field(default=None, description="What the server did or refused after the command, if anything.")
+    warning: str | None = Field(
+        default=None, description="What the server did or refused after the command, if anything."
+    )
     files_changed: list[str] = Field(description="Files the command created, changed or deleted.")
     output_path: str | None = Field(default=None, description="File with the kept output when the text above was cut.")
 
@@ -131,7 +135,9 @@ class SandboxReadFileOutput(_Out):
 
 class SandboxWriteFileInput(_In):
     sandbox_id: str = SandboxId
-    path: str = Field(min_length=1, max_length=B.PATH_CHARS, description="Path relative to the repo root; claim it first.")
+    path: str = Field(
+        min_length=1, max_length=B.PATH_CHARS, description="Path relative to the repo root; claim it first."
+    )
     content: str = Field(max_length=B.FILE_CONTENT_CHARS)
 
 
@@ -145,7 +151,9 @@ class SandboxWriteFileOutput(_Out):
 
 class SandboxClaimInput(_In):
     sandbox_id: str = SandboxId
-    paths: list[RepoPath] = Field(min_length=1, max_length=B.CLAIM_PATHS, description="Files or folders you are about to edit.")
+    paths: list[RepoPath] = Field(
+        min_length=1, max_length=B.CLAIM_PATHS, description="Files or folders you are about to edit."
+    )
     reason: str = Field(default="", max_length=B.REASON_CHARS)
 
 
@@ -170,16 +178,23 @@ class SandboxStateOutput(_Out):
     step_count: int
     isolation: str
     limits: Limits
-    isolation_kind: str = Field(default="", description="`bwrap` or `none` (plain subprocess, no filesystem or network isolation).")
-    run_as_uid: int | None = Field(default=None, description="Unprivileged uid commands run as; null: the server's own user.")
+    isolation_kind: str = Field(
+        default="", description="`bwrap` or `none` (plain subprocess, no filesystem or network isolation)."
+    )
+    run_as_uid: int | None = Field(
+        default=None, description="Unprivileged uid commands run as; null: the server's own user."
+    )
     protected_paths_touched: list[str] = Field(
-        default_factory=list, description="Protected paths (e.g. tests) changed from the base commit; recorded for the scorer."
+        default_factory=list,
+        description="Protected paths (e.g. tests) changed from the base commit; recorded for the scorer.",
     )
 
 
 class SandboxFinishInput(_In):
     sandbox_id: str = SandboxId
-    message: str = Field(min_length=1, max_length=B.FINAL_MESSAGE_CHARS, description="Final message: what you did and the evidence.")
+    message: str = Field(
+        min_length=1, max_length=B.FINAL_MESSAGE_CHARS, description="Final message: what you did and the evidence."
+    )
 
 
 class CriterionBrief(_Out):
@@ -226,30 +241,36 @@ class EvalScoreOutput(_Out):
 
 
 # -- trajectories (start, log, finish, list, export) ------------------------------------------------
-ExportFormat = Literal[
-    "sft", "dpo", "kto", "grpo", "minimind_sft", "minimind_dpo", "minimind_agentic", "atif", "suite"
-]
+ExportFormat = Literal["sft", "dpo", "kto", "grpo", "minimind_sft", "minimind_dpo", "minimind_agentic", "atif", "suite"]
 TrajectoryOutcome = Literal["passed", "failed", "unscored", "running"]
 
 
 class TrajectoryStartInput(_In):
     agent_name: str = Field(default="unknown", min_length=1, max_length=B.NAME_CHARS, description="Your agent's name.")
     agent_version: str = Field(default="", max_length=100)
-    model_name: str | None = Field(default=None, max_length=B.NAME_CHARS, description="The model driving you, if known.")
+    model_name: str | None = Field(
+        default=None, max_length=B.NAME_CHARS, description="The model driving you, if known."
+    )
     task_id: str | None = Field(
-        default=None, max_length=B.NAME_CHARS,
+        default=None,
+        max_length=B.NAME_CHARS,
         description="Task you are practising (see list_tasks). Its behaviour and split come from the task registry.",
     )
     external_id: str | None = Field(
-        default=None, min_length=1, max_length=B.NAME_CHARS,
+        default=None,
+        min_length=1,
+        max_length=B.NAME_CHARS,
         description="Your own id for this session. Starting again with the same id returns the running "
         "trajectory instead of a second one, so a retried call is safe.",
     )
     parent_session_id: str | None = Field(
-        default=None, max_length=64, description="A finished trajectory this one corrects (finished trajectories never change)."
+        default=None,
+        max_length=64,
+        description="A finished trajectory this one corrects (finished trajectories never change).",
     )
     tool_definitions: list[dict[str, Any]] | None = Field(
-        default=None, max_length=200,
+        default=None,
+        max_length=200,
         description="JSON schemas of the tools you have (OpenAI function format); used for training exports. "
         "At most 256 KiB as JSON.",
     )
@@ -276,13 +297,17 @@ class LoggedStepInput(_In):
     observation: Observation | None = Field(
         default=None, description="Results; each result's source_call_id names one of this step's tool calls."
     )
-    metrics: dict[str, Any] | None = Field(default=None, description="Token counts, cost, duration (at most 16 KiB as JSON).")
+    metrics: dict[str, Any] | None = Field(
+        default=None, description="Token counts, cost, duration (at most 16 KiB as JSON)."
+    )
     extra: dict[str, Any] = Field(default_factory=dict, description="Anything else (at most 64 KiB as JSON).")
     outcome: StepOutcome = Field(default="ok", description="What became of the action, as you saw it.")
     exit_code: int | None = None
     done: bool = Field(default=False, description="True on the step that ends your episode.")
     client_step_id: str | None = Field(
-        default=None, min_length=1, max_length=200,
+        default=None,
+        min_length=1,
+        max_length=200,
         description="Idempotency key: logging a step again with the same key returns the stored step.",
     )
     provenance: Literal["agent"] = Field(
@@ -294,8 +319,12 @@ class LoggedStepInput(_In):
     @field_validator("tool_calls", "observation", "metrics", "extra")
     @classmethod
     def _json_bounded(cls, v, info):
-        limit = {"tool_calls": B.TOOL_CALLS_BYTES, "observation": B.OBSERVATION_BYTES, "metrics": B.METRICS_BYTES,
-                 "extra": B.EXTRA_BYTES}[info.field_name]
+        limit = {
+            "tool_calls": B.TOOL_CALLS_BYTES,
+            "observation": B.OBSERVATION_BYTES,
+            "metrics": B.METRICS_BYTES,
+            "extra": B.EXTRA_BYTES,
+        }[info.field_name]
         dump = [c.model_dump() for c in v] if info.field_name == "tool_calls" and v else v
         if isinstance(dump, BaseModel):
             dump = dump.model_dump()
@@ -307,7 +336,9 @@ class TrajectoryLogStepInput(_In):
     session_id: str = Field(min_length=1, max_length=64, description="Trajectory from trajectory_start.")
     step: LoggedStepInput | None = Field(default=None, description="One step (or use steps for a batch).")
     steps: list[LoggedStepInput] | None = Field(
-        default=None, min_length=1, max_length=B.BATCH_STEPS,
+        default=None,
+        min_length=1,
+        max_length=B.BATCH_STEPS,
         description="A batch of steps, appended atomically in order (at most 4 MiB as JSON in all).",
     )
 
@@ -337,7 +368,9 @@ class TrajectoryLogStepOutput(_Out):
 
 class TrajectoryFinishInput(_In):
     session_id: str = Field(min_length=1, max_length=64)
-    final_message: str = Field(default="", max_length=B.FINAL_MESSAGE_CHARS, description="Your final message for the episode.")
+    final_message: str = Field(
+        default="", max_length=B.FINAL_MESSAGE_CHARS, description="Your final message for the episode."
+    )
 
 
 class TrajectoryFinishOutput(_Out):
@@ -376,7 +409,8 @@ class TrajectoryExportInput(_In):
     created_after: Name | None = None
     created_before: Name | None = None
     min_reward: float | None = Field(
-        default=1.0, description="SFT/DPO-chosen: minimum trajectory reward; null exports unscored trajectories too (SFT)."
+        default=1.0,
+        description="SFT/DPO-chosen: minimum trajectory reward; null exports unscored trajectories too (SFT).",
     )
     include_heldout: bool = Field(default=False, description="atif/suite only: include held-out task variants.")
     include_running: bool = Field(default=False, description="atif/suite only: include running trajectories.")

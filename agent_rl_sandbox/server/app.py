@@ -198,13 +198,20 @@ TOOLS: tuple[ToolSpec, ...] = (
         slow=True,
     ),
     ToolSpec(
-        "trajectory_start", io.TrajectoryStartInput, io.TrajectoryStartOutput, ADDITIVE, TrajectoryService.start,
+        "trajectory_start",
+        io.TrajectoryStartInput,
+        io.TrajectoryStartOutput,
+        ADDITIVE,
+        TrajectoryService.start,
         "Start a trajectory you log yourself (for work outside a sandbox; sandbox_reset already starts one and "
         "records every sandbox action for you). Pass external_id to make retries safe. Steps you log are "
         "stored as self-reported (provenance agent) and never earn reward on their own.",
     ),
     ToolSpec(
-        "trajectory_log_step", io.TrajectoryLogStepInput, io.TrajectoryLogStepOutput, ADDITIVE,
+        "trajectory_log_step",
+        io.TrajectoryLogStepInput,
+        io.TrajectoryLogStepOutput,
+        ADDITIVE,
         TrajectoryService.log_step,
         "Append one step (step) or a batch (steps, up to 500, all or nothing) to a running trajectory. Give "
         "each step a client_step_id: a retried call returns the stored step instead of a duplicate. Tool "
@@ -213,25 +220,41 @@ TOOLS: tuple[ToolSpec, ...] = (
         slow=True,
     ),
     ToolSpec(
-        "trajectory_finish", io.TrajectoryFinishInput, io.TrajectoryFinishOutput, ADDITIVE, TrajectoryService.finish,
+        "trajectory_finish",
+        io.TrajectoryFinishInput,
+        io.TrajectoryFinishOutput,
+        ADDITIVE,
+        TrajectoryService.finish,
         "Close a trajectory you started with trajectory_start (it becomes immutable; correct it with a new "
         "trajectory whose parent_session_id names it). Sandbox trajectories close with sandbox_finish.",
     ),
     ToolSpec(
-        "trajectory_list", io.TrajectoryListInput, io.TrajectoryListOutput, READ_ONLY, TrajectoryService.list,
+        "trajectory_list",
+        io.TrajectoryListInput,
+        io.TrajectoryListOutput,
+        READ_ONLY,
+        TrajectoryService.list,
         "List trajectories newest first, filtered by task_id, behaviour, agent_name, outcome (passed, failed, "
         "unscored, running), split, origin and created_after/created_before; page with offset/next_offset. You see "
         "your own trajectories and other sessions' train ones (without their sandbox ids), never their held-out ones.",
     ),
     ToolSpec(
-        "trajectory_export", io.TrajectoryExportInput, io.TrajectoryExportOutput, ADDITIVE, TrajectoryService.export,
+        "trajectory_export",
+        io.TrajectoryExportInput,
+        io.TrajectoryExportOutput,
+        ADDITIVE,
+        TrajectoryService.export,
         "Write training data from finished trajectories: sft, dpo, kto, grpo (TRL), minimind_sft, minimind_dpo, "
         "minimind_agentic, atif or suite, with a manifest (source ids, filters, counts, hash). Held-out task "
         "variants never enter a training format. Returns the data and manifest paths and what was skipped.",
         slow=True,
     ),
     ToolSpec(
-        "route_recommend", routes_io.RouteRecommendInput, routes_io.RouteRecommendation, READ_ONLY, RouteService.recommend,
+        "route_recommend",
+        routes_io.RouteRecommendInput,
+        routes_io.RouteRecommendation,
+        READ_ONLY,
+        RouteService.recommend,
         "Recommend how to teach a behaviour: a rule/hook, a prompt, SFT, DPO/KTO, GRPO or agentic GRPO (or distillation), "
         "LoRA/QLoRA/full, starting hyperparameters and what is still missing. Pass a behaviour or task_id to derive the "
         "evidence from finished trajectories, and/or explicit signals (base_model_params with a unit, e.g. 7B; gpu; "
@@ -239,14 +262,22 @@ TOOLS: tuple[ToolSpec, ...] = (
         slow=True,
     ),
     ToolSpec(
-        "dataset_validate", DatasetValidateInput, DatasetValidateOutput, READ_ONLY, DatasetService.validate,
+        "dataset_validate",
+        DatasetValidateInput,
+        DatasetValidateOutput,
+        READ_ONLY,
+        DatasetService.validate,
         "Validate post-training data before training on it: a JSONL/JSON file path or inline rows; kind detected "
         "per row (TRL, MiniMind, OpenAI chat, ATIF, trajectory suite) or forced. Returns verdict, counts by error "
         "code, the first errors with line and JSON path, a summary, and full_report_path when errors were cut.",
         slow=True,
     ),
     ToolSpec(
-        "training_request", jobs_io.JobSpec, jobs_io.TrainingRequestOutput, ADDITIVE, JobService.request,
+        "training_request",
+        jobs_io.JobSpec,
+        jobs_io.TrainingRequestOutput,
+        ADDITIVE,
+        JobService.request,
         "Request a training run (a job spec: route, trainer, base_model, dataset file or store selection, adapter, "
         "gate with its held-out behaviour, caps, reason; route_recommend's job_spec is one). It is validated (dataset "
         "through the validator, gate and held-out suite exist, caps within the operator's limits) and stored with its "
@@ -255,27 +286,45 @@ TOOLS: tuple[ToolSpec, ...] = (
         slow=True,
     ),
     ToolSpec(
-        "training_status", jobs_io.TrainingStatusInput, jobs_io.TrainingStatusOutput, READ_ONLY, JobService.status,
+        "training_status",
+        jobs_io.TrainingStatusInput,
+        jobs_io.TrainingStatusOutput,
+        READ_ONLY,
+        JobService.status,
         "One of your training jobs: state, stage, progress, last metrics, log files, and every state transition "
         "(time, actor, from, to, reason).",
     ),
     ToolSpec(
-        "training_list", jobs_io.TrainingListInput, jobs_io.TrainingListOutput, READ_ONLY, JobService.list,
+        "training_list",
+        jobs_io.TrainingListInput,
+        jobs_io.TrainingListOutput,
+        READ_ONLY,
+        JobService.list,
         "Your training jobs, newest first; filter by state or behaviour; paginated (limit, offset, next_offset).",
     ),
     ToolSpec(
-        "training_cancel", jobs_io.TrainingCancelInput, jobs_io.TrainingCancelOutput, DESTRUCTIVE, JobService.cancel,
+        "training_cancel",
+        jobs_io.TrainingCancelInput,
+        jobs_io.TrainingCancelOutput,
+        DESTRUCTIVE,
+        JobService.cancel,
         "Cancel one of your own training jobs in any non-final state (a running one is stopped by its worker). "
         "Cancelling is the only change an agent can make to a job.",
     ),
     ToolSpec(
-        "adapter_list", adapters_io.AdapterListInput, adapters_io.AdapterListOutput, READ_ONLY,
+        "adapter_list",
+        adapters_io.AdapterListInput,
+        adapters_io.AdapterListOutput,
+        READ_ONLY,
         AdapterRegistry.adapter_list,
         "Trained adapters in the registry (candidate, deployed, disabled, retired) with their job, content hash "
         "and rollback target, and which model name each behaviour is routed to now.",
     ),  # fmt: skip
     ToolSpec(
-        "adapter_disable", adapters_io.AdapterDisableInput, adapters_io.AdapterDisableOutput, IDEMPOTENT_DESTRUCTIVE,
+        "adapter_disable",
+        adapters_io.AdapterDisableInput,
+        adapters_io.AdapterDisableOutput,
+        IDEMPOTENT_DESTRUCTIVE,
         AdapterRegistry.adapter_disable,
         "Kill switch: route a behaviour back to the base model at once and mark its deployed adapter disabled. "
         "Anyone may pull it, at any time, and pulling it twice is harmless. Turning an adapter back on is a "
@@ -390,7 +439,10 @@ def build_server(settings: Settings | None = None, services: Services | None = N
     ``settings``, or from the environment, when not given)."""
     services = services or Services.build(settings)
     server = MCPServer(
-        name="agent-rl-sandbox", version=__version__, instructions=INSTRUCTIONS, middleware=[next_step_middleware],
+        name="agent-rl-sandbox",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        middleware=[next_step_middleware],
         lifespan=session_lifespan,
     )
     for spec in TOOLS:

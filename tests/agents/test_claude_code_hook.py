@@ -51,7 +51,10 @@ def run_hook(home: Path, event, **env) -> tuple[subprocess.CompletedProcess, flo
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "agent_rl_sandbox.cli", "hook", "claude-code"],
-        input=raw, capture_output=True, env=_hook_env(home, **env), timeout=60,
+        input=raw,
+        capture_output=True,
+        env=_hook_env(home, **env),
+        timeout=60,
     )
     return proc, time.perf_counter() - t0
 
@@ -69,7 +72,9 @@ def test_a_session_through_the_real_command(tmp_path):
         payload("UserPromptSubmit"),
         payload("PreToolUse", tool_use_id="toolu_A"),
         payload("PostToolUse", tool_use_id="toolu_A"),
-        payload("PreToolUse", tool_use_id="toolu_B", tool_input={"command": "npm test", "description": "Run test suite"}),
+        payload(
+            "PreToolUse", tool_use_id="toolu_B", tool_input={"command": "npm test", "description": "Run test suite"}
+        ),
         payload("PostToolUseFailure", tool_use_id="toolu_B"),
         payload("Stop", stop_hook_active=False),
         payload("Stop", stop_hook_active=True),
@@ -80,8 +85,10 @@ def test_a_session_through_the_real_command(tmp_path):
         proc, dt = run_hook(home, ev)
         assert proc.returncode == 0 and proc.stdout == b"", (ev["hook_event_name"], proc.stderr)
         times.append(dt)
-    print(f"\nhook process latency over {len(times)} events: median {statistics.median(times) * 1000:.0f} ms, "
-          f"max {max(times) * 1000:.0f} ms")
+    print(
+        f"\nhook process latency over {len(times)} events: median {statistics.median(times) * 1000:.0f} ms, "
+        f"max {max(times) * 1000:.0f} ms"
+    )
     store = Store(f"sqlite:///{home / 'store.db'}")
     t = only_trajectory(store)
     assert t.status == "finished" and t.origin == "hook:claude-code" and t.external_id == "claude-code:sess-1"
@@ -92,7 +99,11 @@ def test_a_session_through_the_real_command(tmp_path):
     ok, failed = t.steps[2], t.steps[3]
     assert ok.tool_calls[0].function_name == "Write" and ok.outcome == "ok" and ok.extra["paired_pre"] is True
     assert json.loads(ok.observation.results[0].content) == {"filePath": "/path/to/file.txt", "success": True}
-    assert failed.outcome == "error" and failed.exit_code == 1 and "Cannot find module" in failed.observation.results[0].content
+    assert (
+        failed.outcome == "error"
+        and failed.exit_code == 1
+        and "Cannot find module" in failed.observation.results[0].content
+    )
     end = t.steps[4]
     assert end.extra == {"event": "end_of_turn", "stop_events": 2, "stop_hook_active_seen": True}
     assert t.final_message == end.message == "I've completed the refactoring. Here's a summary..."
@@ -147,7 +158,12 @@ def test_refired_stop_hooks_make_one_end_of_turn(store):
 
 def test_the_command_never_blocks(tmp_path):
     home = tmp_path / "home"
-    for raw in (b"", b"not json", b"[1, 2]", json.dumps({"hook_event_name": "Stop", "stop_hook_active": True}).encode()):
+    for raw in (
+        b"",
+        b"not json",
+        b"[1, 2]",
+        json.dumps({"hook_event_name": "Stop", "stop_hook_active": True}).encode(),
+    ):
         proc, _ = run_hook(home, raw)
         assert proc.returncode == 0 and proc.stdout == b""
     # An unreachable store: exit 0 promptly, the event is kept (redacted) for later.
@@ -191,8 +207,15 @@ def test_secrets_in_hook_events_never_reach_the_store(store):
     with store.engine.connect() as conn:
         pending = " ".join(r[0] for r in conn.exec_driver_sql("SELECT data_json FROM hook_pending"))
     assert "tok3n-value" not in pending and "[REDACTED:basic-auth-credentials]" in pending
-    record_event(store, payload("PostToolUse", tool_use_id="toolu_S", tool_input={"command": f"pip install -i {url} x"},
-                                tool_response={"stdout": f"Looking in indexes: {url}", "stderr": "", "interrupted": False}))
+    record_event(
+        store,
+        payload(
+            "PostToolUse",
+            tool_use_id="toolu_S",
+            tool_input={"command": f"pip install -i {url} x"},
+            tool_response={"stdout": f"Looking in indexes: {url}", "stderr": "", "interrupted": False},
+        ),
+    )
     assert "tok3n-value" not in only_trajectory(store).model_dump_json()
 
 
@@ -209,8 +232,13 @@ def test_concurrent_hook_processes_share_one_trajectory(tmp_path):
     env = _hook_env(home)
     for i in range(8):
         ev = json.dumps(payload("PostToolUse", tool_use_id=f"toolu_{i}")).encode()
-        p = subprocess.Popen([sys.executable, "-m", "agent_rl_sandbox.cli", "hook", "claude-code"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "agent_rl_sandbox.cli", "hook", "claude-code"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         procs.append((p, ev))
     for p, ev in procs:
         out, err = p.communicate(ev, timeout=60)
@@ -222,8 +250,14 @@ def test_concurrent_hook_processes_share_one_trajectory(tmp_path):
 
 
 def test_hook_trajectory_becomes_a_valid_sft_conversation(store, tmp_path):
-    for ev in (payload("SessionStart"), payload("UserPromptSubmit"), payload("PreToolUse", tool_use_id="t1"),
-               payload("PostToolUse", tool_use_id="t1"), payload("Stop", stop_hook_active=False), payload("SessionEnd")):
+    for ev in (
+        payload("SessionStart"),
+        payload("UserPromptSubmit"),
+        payload("PreToolUse", tool_use_id="t1"),
+        payload("PostToolUse", tool_use_id="t1"),
+        payload("Stop", stop_hook_active=False),
+        payload("SessionEnd"),
+    ):
         record_event(store, ev)
     conv = conversation(only_trajectory(store))
     assert [m["role"] for m in conv.messages] == ["user", "assistant", "tool", "assistant"]
@@ -234,8 +268,15 @@ def test_hook_trajectory_becomes_a_valid_sft_conversation(store, tmp_path):
 def test_shipped_client_configs():
     settings = json.loads((AGENTS / "claude_code" / "settings.json").read_text())
     hooks = settings["hooks"]
-    assert {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
-            "SessionEnd"} <= set(hooks)
+    assert {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SessionEnd",
+    } <= set(hooks)
     for groups in hooks.values():
         for group in groups:
             for h in group["hooks"]:

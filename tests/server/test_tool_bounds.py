@@ -35,7 +35,11 @@ async def _start(client) -> str:
         ("extra", {"extra": {"blob": BIG}}, bounds.EXTRA_BYTES),
         ("metrics", {"metrics": {"blob": "x" * 20_000}}, bounds.METRICS_BYTES),
         ("observation", {"observation": {"results": [{"content": BIG}]}}, bounds.OBSERVATION_BYTES),
-        ("tool_calls", {"tool_calls": [{"tool_call_id": "c1", "function_name": "f", "arguments": {"a": BIG}}]}, bounds.TOOL_CALLS_BYTES),
+        (
+            "tool_calls",
+            {"tool_calls": [{"tool_call_id": "c1", "function_name": "f", "arguments": {"a": BIG}}]},
+            bounds.TOOL_CALLS_BYTES,
+        ),
     ],
 )
 async def test_oversized_step_field_is_refused_naming_field_and_limit(server, services, field, step, limit):
@@ -69,11 +73,19 @@ async def test_oversized_tool_definitions_are_refused(server):
     ("tool", "args", "field"),
     [
         ("sandbox_exec", {"sandbox_id": "sbx_x", "command": "x" * (bounds.COMMAND_CHARS + 1)}, "command"),
-        ("sandbox_write_file", {"sandbox_id": "sbx_x", "path": "a", "content": "x" * (bounds.FILE_CONTENT_CHARS + 1)}, "content"),
+        (
+            "sandbox_write_file",
+            {"sandbox_id": "sbx_x", "path": "a", "content": "x" * (bounds.FILE_CONTENT_CHARS + 1)},
+            "content",
+        ),
         ("sandbox_write_file", {"sandbox_id": "sbx_x", "path": "p" * (bounds.PATH_CHARS + 1), "content": ""}, "path"),
         ("sandbox_claim", {"sandbox_id": "sbx_x", "paths": ["p" * (bounds.PATH_CHARS + 1)]}, "paths"),
         ("sandbox_finish", {"sandbox_id": "sbx_x", "message": "m" * (bounds.FINAL_MESSAGE_CHARS + 1)}, "message"),
-        ("trajectory_finish", {"session_id": "s", "final_message": "m" * (bounds.FINAL_MESSAGE_CHARS + 1)}, "final_message"),
+        (
+            "trajectory_finish",
+            {"session_id": "s", "final_message": "m" * (bounds.FINAL_MESSAGE_CHARS + 1)},
+            "final_message",
+        ),
         ("trajectory_list", {"task_id": "t" * (bounds.NAME_CHARS + 1)}, "task_id"),
     ],
 )

@@ -61,10 +61,19 @@ RESULT_FIELD = "tool_response"
 _OTHER_RESULT_FIELDS = ("tool_result", "tool_output", "output", "result", "response")
 _EXIT_CODE = re.compile(r"\bExit code:?\s*(-?\d+)")
 _IGNORED = frozenset({"Notification"})
-_HANDLED = frozenset({
-    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
-    "SubagentStop", "PreCompact", "SessionEnd",
-})
+_HANDLED = frozenset(
+    {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+        "PreCompact",
+        "SessionEnd",
+    }
+)
 
 
 @dataclass
@@ -92,7 +101,11 @@ def _text_of(value: Any) -> str:
     no text parts is kept whole as canonical JSON."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(b, dict) for b in value) and any(isinstance(b.get("text"), str) for b in value):
+    if (
+        isinstance(value, list)
+        and all(isinstance(b, dict) for b in value)
+        and any(isinstance(b.get("text"), str) for b in value)
+    ):
         from agent_rl_sandbox.tools.formats import content_text
 
         return content_text(value)
@@ -159,27 +172,43 @@ class _Recorder:
         """Write what the finished turn left pending: calls that never got a result, then the turn's end."""
         for key, _kind, data in self.p.items("tool"):
             call_id = data.get("call_id") or key
-            self.append({
-                "source": "agent",
-                "message": "",
-                "tool_calls": [{"tool_call_id": call_id, "function_name": data.get("tool_name") or "unknown",
-                                "arguments": _args(data.get("tool_input"))}],
-                "outcome": "unknown",
-                "extra": {"event": "tool_use", "missing_result": True, "started_at": data.get("started_at"),
-                          "reason": "PreToolUse without PostToolUse or PostToolUseFailure"},
-                "client_step_id": f"cc-tool:{call_id}",
-            })
+            self.append(
+                {
+                    "source": "agent",
+                    "message": "",
+                    "tool_calls": [
+                        {
+                            "tool_call_id": call_id,
+                            "function_name": data.get("tool_name") or "unknown",
+                            "arguments": _args(data.get("tool_input")),
+                        }
+                    ],
+                    "outcome": "unknown",
+                    "extra": {
+                        "event": "tool_use",
+                        "missing_result": True,
+                        "started_at": data.get("started_at"),
+                        "reason": "PreToolUse without PostToolUse or PostToolUseFailure",
+                    },
+                    "client_step_id": f"cc-tool:{call_id}",
+                }
+            )
             self.p.pop(key)
         stop = self.p.pop("stop")
         if stop is not None:
             message = stop.get("last_assistant_message") or ""
-            self.append({
-                "source": "agent",
-                "message": message,
-                "extra": {"event": "end_of_turn", "stop_events": stop.get("count", 1),
-                          "stop_hook_active_seen": bool(stop.get("active_seen"))},
-                "client_step_id": f"cc-stop:{stop.get('first_at')}",
-            })
+            self.append(
+                {
+                    "source": "agent",
+                    "message": message,
+                    "extra": {
+                        "event": "end_of_turn",
+                        "stop_events": stop.get("count", 1),
+                        "stop_hook_active_seen": bool(stop.get("active_seen")),
+                    },
+                    "client_step_id": f"cc-stop:{stop.get('first_at')}",
+                }
+            )
             if message:
                 self.p.put("final", "meta", {"message": message})
 
@@ -198,10 +227,17 @@ class _Recorder:
 
     def PreToolUse(self) -> None:  # noqa: N802
         key, call_id = _tool_key(self.ev)
-        self.p.put(key, "tool", {
-            "call_id": call_id, "tool_name": self.ev.get("tool_name"), "tool_input": self.ev.get("tool_input"),
-            "started_at": _now(), "permission_mode": self.ev.get("permission_mode"),
-        })
+        self.p.put(
+            key,
+            "tool",
+            {
+                "call_id": call_id,
+                "tool_name": self.ev.get("tool_name"),
+                "tool_input": self.ev.get("tool_input"),
+                "started_at": _now(),
+                "permission_mode": self.ev.get("permission_mode"),
+            },
+        )
 
     def PostToolUse(self) -> None:  # noqa: N802
         self._post(failed=False)
@@ -215,7 +251,11 @@ class _Recorder:
         pre = self.p.pop(key)
         name = ev.get("tool_name") or (pre or {}).get("tool_name") or "unknown"
         args = _args(ev["tool_input"] if "tool_input" in ev else (pre or {}).get("tool_input"))
-        extra: dict[str, Any] = {"event": "tool_use", "hook_event": ev.get("hook_event_name"), "paired_pre": pre is not None}
+        extra: dict[str, Any] = {
+            "event": "tool_use",
+            "hook_event": ev.get("hook_event_name"),
+            "paired_pre": pre is not None,
+        }
         if pre is not None:
             extra["started_at"] = pre.get("started_at")
         if isinstance(ev.get("duration_ms"), int | float):
@@ -254,7 +294,7 @@ class _Recorder:
             if code is not None:
                 step["exit_code"] = code
             step["observation"] = {"results": [{"source_call_id": call_id, "content": _cap(content, extra)}]}
-        (stored, created), = self.append(step)
+        ((stored, created),) = self.append(step)
         if not created and stored.extra.get("missing_result") and step.get("observation"):
             # The pre was already written as "no result" (its turn ended first); keep the late result too.
             step["client_step_id"] = f"cc-late:{call_id}"
@@ -273,7 +313,9 @@ class _Recorder:
 
     def SubagentStop(self) -> None:  # noqa: N802
         self.system(
-            "subagent_stop", agent_type=self.ev.get("agent_type"), agent_id=self.ev.get("agent_id"),
+            "subagent_stop",
+            agent_type=self.ev.get("agent_type"),
+            agent_id=self.ev.get("agent_id"),
             last_assistant_message=self.ev.get("last_assistant_message"),
         )
 
@@ -303,7 +345,9 @@ def record_event(store, event: dict) -> HookResult:
         agent["model_name"] = event["model"]
     meta = {k: event[k] for k in ("cwd", "transcript_path") if isinstance(event.get(k), str)}
     trajectories = store.trajectories
-    summary, created = trajectories.start_or_resume_external(EXTERNAL_PREFIX + csid, agent=agent, origin=ORIGIN, meta=meta)
+    summary, created = trajectories.start_or_resume_external(
+        EXTERNAL_PREFIX + csid, agent=agent, origin=ORIGIN, meta=meta
+    )
     res.session_id = summary.session_id
     if not created and "model_name" in agent and summary.agent.model_name != agent["model_name"]:
         trajectories.update_meta(summary.session_id, agent={**summary.agent.model_dump(exclude_none=True), **agent})
@@ -381,8 +425,9 @@ def run(raw: bytes, settings=None, *, busy_timeout_s: float = 5.0) -> HookResult
 
 def main(stdin: Any = None) -> int:
     """Console entry: read the event from stdin, record it, return 0 (always)."""
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "WARNING"),
-                        format="%(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "WARNING"), format="%(message)s"
+    )
     timeout = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_TIMEOUT", "10") or 10)
 
     def _alarm(_sig, _frame):

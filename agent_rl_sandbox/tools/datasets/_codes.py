@@ -92,8 +92,14 @@ CODES: dict[str, tuple[str, str]] = {
     "agent_only_field": ("error", "an agent-only ATIF field on a system or user step"),
     "duplicate_tool_call_id": ("error", "two ATIF tool calls with one id in a step"),
     "observation_orphan": ("error", "an ATIF observation naming a tool call not in its step"),
-    "duplicate_task_id": ("warning", "two suite tasks with one id (Port Daddy scores both against its last trajectory)"),
+    "duplicate_task_id": (
+        "warning",
+        "two suite tasks with one id (Port Daddy scores both against its last trajectory)",
+    ),
     "unknown_task_id": ("warning", "a suite trajectory naming a task the suite lacks (Port Daddy does not score it)"),
-    "port_daddy_misread": ("error", "a suite value Port Daddy's harness would read as something else (null exitCode, ...)"),
+    "port_daddy_misread": (
+        "error",
+        "a suite value Port Daddy's harness would read as something else (null exitCode, ...)",
+    ),
 }
 """code -> (usual severity, meaning)."""

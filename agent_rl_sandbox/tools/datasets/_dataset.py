@@ -181,8 +181,9 @@ class Drift:
         self.capped = False
         self.too_deep = False
 
-    def walk(self, value: Any, line: int, out: list[tuple[str, str, dict[str, int]]], path: str = "$",
-             depth: int = 0) -> None:
+    def walk(
+        self, value: Any, line: int, out: list[tuple[str, str, dict[str, int]]], path: str = "$", depth: int = 0
+    ) -> None:
         """Record the types under ``value`` (a row or a subtree at ``path``) seen at ``line``.
 
         Appends ``(path, new_type, {type: first_line})`` to ``out`` for each path that gains a second
@@ -303,9 +304,7 @@ class Sink:
         assert self._fh is not None
         _, sev, line, path, code, msg, kind = rec
         self._fh.write(
-            json.dumps(
-                {"line": line, "json_path": path, "code": code, "message": msg, "kind": kind, "severity": sev}
-            )
+            json.dumps({"line": line, "json_path": path, "code": code, "message": msg, "kind": kind, "severity": sev})
             + "\n"
         )
 

@@ -129,7 +129,9 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
             elif sid is not None and sid < 1:
                 ctx.err(f"{p}.step_id", "bad_value", "step_id starts at 1")
             elif sid != i + 1:
-                ctx.err(f"{p}.step_id", "step_id_not_sequential", f"expected step_id {i + 1} (sequential from 1), got {sid}")
+                ctx.err(
+                    f"{p}.step_id", "step_id_not_sequential", f"expected step_id {i + 1} (sequential from 1), got {sid}"
+                )
         source = step.get("source")
         if "source" in step:
             if source not in ("system", "user", "agent"):
@@ -161,7 +163,9 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
         if source in ("system", "user"):
             for key in _AGENT_ONLY:
                 if step.get(key) is not None:
-                    ctx.err(f"{p}.{key}", "agent_only_field", f"'{key}' is only allowed on agent steps (source is {source})")
+                    ctx.err(
+                        f"{p}.{key}", "agent_only_field", f"'{key}' is only allowed on agent steps (source is {source})"
+                    )
         calls = step.get("tool_calls")
         if calls is not None:
             if type(calls) is not list:
@@ -190,22 +194,33 @@ def check_atif(ctx: RowCtx, row: dict) -> RowInfo:
                         if tools is None:
                             if not undeclared_warned:
                                 undeclared_warned = True
-                                ctx.warn(f"{cp}.function_name", "tools_not_declared",
-                                         "agent.tool_definitions is absent: tool names cannot be checked")
+                                ctx.warn(
+                                    f"{cp}.function_name",
+                                    "tools_not_declared",
+                                    "agent.tool_definitions is absent: tool names cannot be checked",
+                                )
                         elif name not in tools.names:
-                            ctx.err(f"{cp}.function_name", "undeclared_tool",
-                                    f"'{name}' is not in agent.tool_definitions")
+                            ctx.err(
+                                f"{cp}.function_name", "undeclared_tool", f"'{name}' is not in agent.tool_definitions"
+                            )
                 if "arguments" in call:
                     if type(args) is not dict:
-                        ctx.err(f"{cp}.arguments", "arguments_wrong_form", f"ATIF arguments are an object, got {json_type(args)}")
+                        ctx.err(
+                            f"{cp}.arguments",
+                            "arguments_wrong_form",
+                            f"ATIF arguments are an object, got {json_type(args)}",
+                        )
                     else:
                         total += len(json.dumps(args, ensure_ascii=False))
                         params = tools.names.get(name) if tools is not None and type(name) is str else None
                         if type(params) is dict:
                             problem = check_arguments(args, params)
                             if problem:
-                                ctx.err(f"{cp}.arguments", "arguments_schema",
-                                        f"arguments do not satisfy {name}'s parameters: {problem}")
+                                ctx.err(
+                                    f"{cp}.arguments",
+                                    "arguments_schema",
+                                    f"arguments do not satisfy {name}'s parameters: {problem}",
+                                )
         obs = step.get("observation")
         if obs is not None:
             op = f"{p}.observation"

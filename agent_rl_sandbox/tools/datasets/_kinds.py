@@ -203,9 +203,7 @@ def candidate_kinds(row: Any) -> tuple[str, ...]:
         return ()
     if "steps" in row and ("schema_version" in row or "session_id" in row):
         return ("atif",)
-    if "tasks" in row and (
-        "trajectories" in row or "rewardSpec" in row or "unhooks" in row or "agent" in row
-    ):
+    if "tasks" in row and ("trajectories" in row or "rewardSpec" in row or "unhooks" in row or "agent" in row):
         return ("trajectory_suite",)
     if "conversations" in row:
         if "gt" in row:

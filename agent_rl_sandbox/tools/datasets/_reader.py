@@ -109,16 +109,24 @@ def iter_jsonl(
                     break
             if on_bytes:
                 on_bytes(consumed)
-            yield lineno, None, None, ReadProblem(
-                lineno, "line_too_long", f"line is {consumed:,} bytes, over the {max_line_bytes:,}-byte limit"
+            yield (
+                lineno,
+                None,
+                None,
+                ReadProblem(
+                    lineno, "line_too_long", f"line is {consumed:,} bytes, over the {max_line_bytes:,}-byte limit"
+                ),
             )
             continue
         if on_bytes:
             on_bytes(consumed)
         if lineno == 1:
             if raw.startswith(_UTF16_BOMS):
-                yield lineno, None, None, ReadProblem(
-                    lineno, "not_utf8", "file starts with a UTF-16 byte-order mark; convert it to UTF-8"
+                yield (
+                    lineno,
+                    None,
+                    None,
+                    ReadProblem(lineno, "not_utf8", "file starts with a UTF-16 byte-order mark; convert it to UTF-8"),
                 )
                 return
             if raw.startswith(_BOM):
@@ -133,8 +141,13 @@ def iter_jsonl(
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield lineno, None, None, ReadProblem(
-                lineno, "invalid_utf8", f"invalid UTF-8 at byte offset {exc.start} of the line ({exc.reason})"
+            yield (
+                lineno,
+                None,
+                None,
+                ReadProblem(
+                    lineno, "invalid_utf8", f"invalid UTF-8 at byte offset {exc.start} of the line ({exc.reason})"
+                ),
             )
             continue
         yield lineno, line, text, (None if has_newline else _NO_NEWLINE)

@@ -69,19 +69,51 @@ class Dialect:
     """Severity of cross-row type drift (Arrow loads TRL/MiniMind files; OpenAI does not)."""
 
 
-TRL = Dialect("trl", frozenset({"system", "user", "assistant", "tool"}), False, False, False, False, True,
-              "error", "error", "error")
-MINIMIND = Dialect("minimind", frozenset({"system", "user", "assistant", "tool"}), True, False, False, True,
-                   False, "error", "error", "error")
-OPENAI = Dialect("openai", OA.ROLES, False, True, True, False, True, "warning",
-                 OA.RULES_BY_ID["OA-FINAL"].severity, "warning")
+TRL = Dialect(
+    "trl",
+    frozenset({"system", "user", "assistant", "tool"}),
+    False,
+    False,
+    False,
+    False,
+    True,
+    "error",
+    "error",
+    "error",
+)
+MINIMIND = Dialect(
+    "minimind",
+    frozenset({"system", "user", "assistant", "tool"}),
+    True,
+    False,
+    False,
+    True,
+    False,
+    "error",
+    "error",
+    "error",
+)
+OPENAI = Dialect(
+    "openai", OA.ROLES, False, True, True, False, True, "warning", OA.RULES_BY_ID["OA-FINAL"].severity, "warning"
+)
 
 
 class RowInfo:
     """What the file-level pass needs from a row."""
 
-    __slots__ = ("style", "prompt_chars", "total_chars", "prompt_pieces", "completion_pieces",
-                 "prompt_key", "pref", "new_tools", "has_tools", "has_calls", "completion_only")
+    __slots__ = (
+        "style",
+        "prompt_chars",
+        "total_chars",
+        "prompt_pieces",
+        "completion_pieces",
+        "prompt_key",
+        "pref",
+        "new_tools",
+        "has_tools",
+        "has_calls",
+        "completion_only",
+    )
 
     def __init__(self) -> None:
         self.style: str | None = None
@@ -242,8 +274,14 @@ def _check_decls_encoded(decls: Any, base: str, out: list) -> dict[str, Any] | N
     for j, decl in enumerate(decls):
         name, params, fn = _decl_name_params(decl) if type(decl) is dict else (None, None, None)
         if type(name) is not str or (params is not None and type(params) is not dict):
-            out.append((f"{base}<json>[{j}]", "bad_tool_declaration",
-                        "declaration needs a string 'name' and an object 'parameters'", "error"))
+            out.append(
+                (
+                    f"{base}<json>[{j}]",
+                    "bad_tool_declaration",
+                    "declaration needs a string 'name' and an object 'parameters'",
+                    "error",
+                )
+            )
             continue
         names[name] = params
     return names
@@ -260,16 +298,24 @@ class ToolsCache:
     def get(self, ctx: RowCtx, value: Any, base: str, dialect: Dialect, encoded: bool) -> tuple[ToolSet | None, bool]:
         """Check ``value`` (a tools list or JSON string) at ``base``; returns ``(toolset, is_new)``."""
         if type(value) is list:
-            key: Any = (dialect.name, base, len(value), _fingerprint(value[0]) if value else None,
-                        _fingerprint(value[-1]) if value else None)
+            key: Any = (
+                dialect.name,
+                base,
+                len(value),
+                _fingerprint(value[0]) if value else None,
+                _fingerprint(value[-1]) if value else None,
+            )
         else:
             key = (dialect.name, base, value if type(value) is str else repr(value)[:200])
         bucket = self._by_key.get(key)
         if bucket:
             for cached_value, cached_toolset, cached_findings, cached_sensitive in bucket:
                 # == treats True as 1: the positions where that could hide a difference are re-checked.
-                if cached_value == value and type(cached_value) is type(value) and all(
-                        type(_at(value, path)) is t for path, t in cached_sensitive):
+                if (
+                    cached_value == value
+                    and type(cached_value) is type(value)
+                    and all(type(_at(value, path)) is t for path, t in cached_sensitive)
+                ):
                     _replay(ctx, cached_findings)
                     return cached_toolset, False
         findings: list = []
@@ -338,8 +384,7 @@ def _build_toolset(value: Any, base: str, d: Dialect, encoded: bool, out: list, 
         out.append((base, code, f"tools must be a list (or a JSON string), got {json_type(value)}", "error"))
         return UNKNOWN_TOOLS
     if encoded:
-        out.append((base, "tools_wrong_form",
-                    "MiniMind keeps 'tools' as a JSON string (README); got a list", "error"))
+        out.append((base, "tools_wrong_form", "MiniMind keeps 'tools' as a JSON string (README); got a list", "error"))
         return UNKNOWN_TOOLS
     if d.openai and len(value) > OA.MAX_FUNCTIONS:
         out.append((base, "bad_value", f"{len(value)} tools, over OpenAI's limit of {OA.MAX_FUNCTIONS}", "error"))
@@ -352,8 +397,7 @@ def _build_toolset(value: Any, base: str, d: Dialect, encoded: bool, out: list, 
 # tool calls
 
 
-def _check_args(ctx: RowCtx, d: Dialect, args: Any, path: str, name: Any, tools: ToolSet | None,
-                encoded: bool) -> int:
+def _check_args(ctx: RowCtx, d: Dialect, args: Any, path: str, name: Any, tools: ToolSet | None, encoded: bool) -> int:
     """Check one call's arguments; returns their length in characters."""
     chars = 0
     if type(args) is str:
@@ -375,8 +419,11 @@ def _check_args(ctx: RowCtx, d: Dialect, args: Any, path: str, name: Any, tools:
         args = parsed
     elif type(args) is dict:
         if d.arguments_string_only and not encoded:
-            ctx.err(path, "arguments_wrong_form",
-                    "OpenAI requires function.arguments as a JSON string (rule OA-ARGS); got an object")
+            ctx.err(
+                path,
+                "arguments_wrong_form",
+                "OpenAI requires function.arguments as a JSON string (rule OA-ARGS); got an object",
+            )
         chars = len(json.dumps(args, ensure_ascii=False))
     else:
         if encoded:
@@ -408,8 +455,9 @@ def _check_name(ctx: RowCtx, name: Any, path: str, tools: ToolSet | None, state:
         ctx.err(path, "undeclared_tool", f"'{name}' is not among the declared tools")
 
 
-def _calls_of(ctx: RowCtx, d: Dialect, m: dict, p: str, tools: ToolSet | None, state: dict,
-              chars: list[int]) -> list[tuple[Any, Any, int]] | None:
+def _calls_of(
+    ctx: RowCtx, d: Dialect, m: dict, p: str, tools: ToolSet | None, state: dict, chars: list[int]
+) -> list[tuple[Any, Any, int]] | None:
     """Check a message's tool calls; returns ``[(call_id, name, index)]`` or ``None`` when absent."""
     raw = m.get("tool_calls")
     if raw is None:
@@ -419,15 +467,21 @@ def _calls_of(ctx: RowCtx, d: Dialect, m: dict, p: str, tools: ToolSet | None, s
     encoded = False
     if d.tool_calls_in_string and type(raw) is list:
         # Wrong form, but still check the calls so the turn is not also reported empty or unanswered.
-        ctx.err(f"{p}.tool_calls", "tool_calls_wrong_form",
-                "MiniMind keeps tool_calls as a JSON string (README); got a list")
+        ctx.err(
+            f"{p}.tool_calls",
+            "tool_calls_wrong_form",
+            "MiniMind keeps tool_calls as a JSON string (README); got a list",
+        )
         calls = raw
         encoded = True
         base = f"{p}.tool_calls"
     elif d.tool_calls_in_string:
         if type(raw) is not str:
-            ctx.err(f"{p}.tool_calls", "tool_calls_wrong_form",
-                    f"MiniMind keeps tool_calls as a JSON string (README); got {json_type(raw)}")
+            ctx.err(
+                f"{p}.tool_calls",
+                "tool_calls_wrong_form",
+                f"MiniMind keeps tool_calls as a JSON string (README); got {json_type(raw)}",
+            )
             return []
         chars[0] += len(raw)
         parsed, why = parse_json_string(raw)
@@ -452,7 +506,9 @@ def _calls_of(ctx: RowCtx, d: Dialect, m: dict, p: str, tools: ToolSet | None, s
     for j, call in enumerate(calls):
         cp = f"{base}[{j}]"
         if type(call) is not dict:
-            ctx.err(cp, "bad_tool_call" if encoded else "wrong_type", f"tool call must be an object, got {json_type(call)}")
+            ctx.err(
+                cp, "bad_tool_call" if encoded else "wrong_type", f"tool call must be an object, got {json_type(call)}"
+            )
             continue
         call_id = call.get("id")
         if d.openai:
@@ -515,7 +571,7 @@ def check_tool_call_tags(ctx: RowCtx, text: str, path: str, tools: ToolSet | Non
         if end < 0:
             ctx.err(path, "tool_call_tags_unbalanced", "'<tool_call>' is never closed")
             return blocks
-        inner = text[start + len(open_tag):end]
+        inner = text[start + len(open_tag) : end]
         if open_tag in inner:
             ctx.err(path, "tool_call_tags_unbalanced", "nested '<tool_call>' tags")
             return blocks
@@ -655,8 +711,9 @@ def check_conversation(
             calls = None
         if d.openai and "function_call" in m and type(m["function_call"]) is dict and role == "assistant":
             fc = m["function_call"]
-            c[0] += _check_args(ctx, d, fc.get("arguments", ""), f"{p}.function_call.arguments", fc.get("name"),
-                                tools, False)
+            c[0] += _check_args(
+                ctx, d, fc.get("arguments", ""), f"{p}.function_call.arguments", fc.get("name"), tools, False
+            )
             calls = calls or []
         has_calls = bool(calls)
         if has_calls and not ctx.muted:
@@ -671,8 +728,11 @@ def check_conversation(
                 pass
             elif empty and not has_calls:
                 if i >= trained_from and mode != "prompt":
-                    ctx.err(f"{p}.content", "empty_completion",
-                            "assistant turn has no content and no tool calls (nothing to learn)")
+                    ctx.err(
+                        f"{p}.content",
+                        "empty_completion",
+                        "assistant turn has no content and no tool calls (nothing to learn)",
+                    )
                 else:
                     ctx.err(f"{p}.content", "empty_content", "assistant turn in the prompt is empty")
         elif role == "user":
@@ -714,21 +774,33 @@ def check_conversation(
     # --- final turn
     if mode == "sft":
         if last_assistant < 0 and d.openai:
-            ctx.err(_path(seg, 0)[:-3] or "$", "no_assistant_message",
-                    "no assistant message: nothing to train on (OA-ASSISTANT)")
+            ctx.err(
+                _path(seg, 0)[:-3] or "$",
+                "no_assistant_message",
+                "no assistant message: nothing to train on (OA-ASSISTANT)",
+            )
         elif n and roles[-1] != "assistant":
-            ctx.err(_path(seg, n - 1), "missing_final_assistant",
-                    "conversation must end with an assistant turn (the completion)", d.final_assistant)
+            ctx.err(
+                _path(seg, n - 1),
+                "missing_final_assistant",
+                "conversation must end with an assistant turn (the completion)",
+                d.final_assistant,
+            )
     elif mode == "completion":
         if n > split:
             if roles[split] != "assistant":
-                ctx.err(_path(seg, split), "completion_not_assistant", "the completion must start with an assistant turn")
+                ctx.err(
+                    _path(seg, split), "completion_not_assistant", "the completion must start with an assistant turn"
+                )
             if roles[-1] != "assistant":
                 ctx.err(_path(seg, n - 1), "missing_final_assistant", "the completion must end with an assistant turn")
     elif mode == "placeholder":
         if roles[-1] != "assistant":
-            ctx.err(_path(seg, n - 1), "missing_placeholder",
-                    "must end with an assistant placeholder (the loader drops the last message)")
+            ctx.err(
+                _path(seg, n - 1),
+                "missing_placeholder",
+                "must end with an assistant placeholder (the loader drops the last message)",
+            )
         if "user" not in roles:
             ctx.err(_path(seg, 0), "no_user_message", "no user message to prompt with")
     return Conv(chars, pieces, last_assistant, roles)
@@ -762,8 +834,11 @@ def _answer(ctx: RowCtx, m: dict, p: str, pending: list, i: int) -> None:
 def _unanswered(ctx: RowCtx, seg: tuple, pending: list) -> None:
     for call_id, name, mi, j in pending:
         what = f"id {call_id!r:.40}" if call_id is not None else f"'{name}'" if type(name) is str else f"#{j}"
-        ctx.err(f"{_path(seg, mi)}.tool_calls[{j}]", "tool_call_unanswered",
-                f"tool call {what} in message {mi} gets no tool response before the conversation moves on")
+        ctx.err(
+            f"{_path(seg, mi)}.tool_calls[{j}]",
+            "tool_call_unanswered",
+            f"tool call {what} in message {mi} gets no tool response before the conversation moves on",
+        )
 
 
 def prompt_key_of(msgs: list, end: int) -> str:
@@ -797,8 +872,9 @@ def _row_tools(ctx: RowCtx, row: dict, info: RowInfo, d: Dialect) -> ToolSet | N
     return toolset
 
 
-def _fill(info: RowInfo, conv: Conv, end: int, tools: ToolSet | None, msgs: list | None, ctx: RowCtx,
-          completion_only: bool) -> None:
+def _fill(
+    info: RowInfo, conv: Conv, end: int, tools: ToolSet | None, msgs: list | None, ctx: RowCtx, completion_only: bool
+) -> None:
     """Set lengths, text pieces and prompt key from a checked conversation split at ``end``."""
     tool_chars = tools.chars if tools is not None else 0
     info.prompt_chars = sum(conv.chars[:end]) + tool_chars
@@ -1001,21 +1077,29 @@ def _preference(ctx: RowCtx, row: dict, d: Dialect) -> RowInfo:
         c_msgs, r_msgs = chosen, rejected
         if d is MINIMIND:
             if chosen[:-1] != rejected[:-1]:
-                ctx.err("$.rejected", "prompt_mismatch",
-                        "chosen and rejected must share the same prompt (every turn but the last)")
+                ctx.err(
+                    "$.rejected",
+                    "prompt_mismatch",
+                    "chosen and rejected must share the same prompt (every turn but the last)",
+                )
             split = len(chosen) - 1
         else:
             split = k
             if k == 0:
-                ctx.err("$.rejected", "no_shared_prompt",
-                        "implicit-prompt rows need chosen and rejected to start with the same prompt turns")
+                ctx.err(
+                    "$.rejected",
+                    "no_shared_prompt",
+                    "implicit-prompt rows need chosen and rejected to start with the same prompt turns",
+                )
             elif k < len(chosen) and type(chosen[k]) is dict and chosen[k].get("role") != "assistant":
-                ctx.warn(f"$.chosen[{k}]", "prompt_mismatch",
-                         "chosen and rejected diverge before an assistant turn: the implicit prompt is cut mid-dialogue")
+                ctx.warn(
+                    f"$.chosen[{k}]",
+                    "prompt_mismatch",
+                    "chosen and rejected diverge before an assistant turn: the implicit prompt is cut mid-dialogue",
+                )
         mode = "completion" if 0 < split < min(len(chosen), len(rejected)) else "sft"
         conv_c = check_conversation(ctx, c_msgs, (("$.chosen", 0),), d, tools, mode=mode, split=split)
-        conv_r = check_conversation(ctx, r_msgs, (("$.rejected", 0),), d, tools, mode=mode, split=split,
-                                    quiet_before=k)
+        conv_r = check_conversation(ctx, r_msgs, (("$.rejected", 0),), d, tools, mode=mode, split=split, quiet_before=k)
     if chosen == rejected:
         ctx.err("$.rejected", "chosen_equals_rejected", "chosen and rejected are identical: no preference signal")
     tool_chars = tools.chars if tools else 0

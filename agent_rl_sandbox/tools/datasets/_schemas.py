@@ -45,9 +45,7 @@ def _tool_decl_lenient() -> dict:
         "type": "object",
         "properties": {"type": {"const": "function"}},
         "if": {"required": ["function"]},
-        "then": {
-            "properties": {"function": {"type": "object", "required": ["name"], "properties": inner}}
-        },
+        "then": {"properties": {"function": {"type": "object", "required": ["name"], "properties": inner}}},
         "else": {"required": ["name"], "properties": inner},
     }
 

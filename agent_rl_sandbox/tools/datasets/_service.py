@@ -26,8 +26,12 @@ class DatasetValidateInput(BaseModel):
 
     path: str | None = Field(default=None, description="JSONL (or JSON document) file to validate.")
     rows: list[Any] | None = Field(default=None, max_length=10_000, description="Inline rows instead of a path.")
-    kind: str | None = Field(default=None, description=f"Force a kind (default: detect per row). One of: {', '.join(KINDS)}.")
-    eval_path: str | None = Field(default=None, description="Eval file: prompts shared with it are reported as leakage.")
+    kind: str | None = Field(
+        default=None, description=f"Force a kind (default: detect per row). One of: {', '.join(KINDS)}."
+    )
+    eval_path: str | None = Field(
+        default=None, description="Eval file: prompts shared with it are reported as leakage."
+    )
     max_errors: int = Field(default=50, ge=1, le=500, description="Errors listed in the result; all are counted.")
     max_length: int | None = Field(default=None, ge=1, description="Row length limit (estimated tokens).")
 
@@ -78,7 +82,10 @@ class DatasetService:
         key = hashlib.sha256((inp.path or repr(inp.rows)).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         report_path = self.settings.reports_dir / f"validate-{key}.jsonl"
         common: dict[str, Any] = dict(
-            kind=inp.kind, max_errors=inp.max_errors, max_length=inp.max_length, report_path=report_path,
+            kind=inp.kind,
+            max_errors=inp.max_errors,
+            max_length=inp.max_length,
+            report_path=report_path,
             opener=open_no_follow,
         )
         eval_path = self._allowed(inp.eval_path, "eval_path") if inp.eval_path is not None else None

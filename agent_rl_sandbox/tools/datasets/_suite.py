@@ -117,8 +117,8 @@ def _describe(value: Any) -> str:
     return "a list" if type(value) is list else "an object"
 
 
-_AS_TRUE = "Port Daddy reads every value but false as true (\"false\", 0 and null included)"
-_ONLY_TRUE = "Port Daddy counts an unhook only when validated is exactly true (\"true\" and 1 are not)"
+_AS_TRUE = 'Port Daddy reads every value but false as true ("false", 0 and null included)'
+_ONLY_TRUE = 'Port Daddy counts an unhook only when validated is exactly true ("true" and 1 are not)'
 
 
 def _flag(obj: dict, key: str, where: str, out: list, reads: str = _AS_TRUE) -> None:
@@ -128,9 +128,14 @@ def _flag(obj: dict, key: str, where: str, out: list, reads: str = _AS_TRUE) -> 
 
 def _number(obj: dict, key: str, where: str, out: list) -> None:
     if key in obj and type(obj[key]) in (str, bool):
-        out.append((f"{where}.{key}", "wrong_type",
-                    f"{key} must be a number, got {_describe(obj[key])}: Port Daddy reads it with Number(), "
-                    "where \"\" is 0, true is 1 and \"5%\" is NaN"))
+        out.append(
+            (
+                f"{where}.{key}",
+                "wrong_type",
+                f"{key} must be a number, got {_describe(obj[key])}: Port Daddy reads it with Number(), "
+                'where "" is 0, true is 1 and "5%" is NaN',
+            )
+        )
 
 
 def _exit_code(obj: dict, where: str, out: list, artifact: bool) -> None:
@@ -138,13 +143,27 @@ def _exit_code(obj: dict, where: str, out: list, artifact: bool) -> None:
         return
     value = obj["exitCode"]
     if value is None:
-        reads = ("this artifact would pass an exitCode 0 check; leave the key out when the exit code is unknown"
-                 if artifact else "this check would demand exit code 0; give a number or leave the key out")
-        out.append((f"{where}.exitCode", "port_daddy_misread", f"exitCode is null: Port Daddy reads Number(null) as 0, so {reads}"))
+        reads = (
+            "this artifact would pass an exitCode 0 check; leave the key out when the exit code is unknown"
+            if artifact
+            else "this check would demand exit code 0; give a number or leave the key out"
+        )
+        out.append(
+            (
+                f"{where}.exitCode",
+                "port_daddy_misread",
+                f"exitCode is null: Port Daddy reads Number(null) as 0, so {reads}",
+            )
+        )
     elif type(value) in (str, bool):
-        out.append((f"{where}.exitCode", "wrong_type",
-                    f"exitCode must be a number, got {_describe(value)}: Port Daddy compares Number() of both sides, "
-                    "where \"\" and false are 0"))
+        out.append(
+            (
+                f"{where}.exitCode",
+                "wrong_type",
+                f"exitCode must be a number, got {_describe(value)}: Port Daddy compares Number() of both sides, "
+                'where "" and false are 0',
+            )
+        )
 
 
 def _rules(doc: dict, out: list) -> None:
@@ -152,10 +171,15 @@ def _rules(doc: dict, out: list) -> None:
     if type(spec) is dict:
         for key in spec:
             if key not in _SPEC_KEYS:
-                out.append((f"$.rewardSpec.{key}", "port_daddy_misread",
-                            f"rewardSpec has no key {key!r:.40}: Port Daddy ignores it, so a misspelt flag silently "
-                            "keeps its default; use actionOrderRequired, defaultPassReward or "
-                            "requireValidatedUnhooksForDeployment"))
+                out.append(
+                    (
+                        f"$.rewardSpec.{key}",
+                        "port_daddy_misread",
+                        f"rewardSpec has no key {key!r:.40}: Port Daddy ignores it, so a misspelt flag silently "
+                        "keeps its default; use actionOrderRequired, defaultPassReward or "
+                        "requireValidatedUnhooksForDeployment",
+                    )
+                )
         for key in _FLAGS:
             _flag(spec, key, "$.rewardSpec", out)
         _number(spec, "defaultPassReward", "$.rewardSpec", out)
@@ -171,10 +195,15 @@ def _rules(doc: dict, out: list) -> None:
                 _exit_code(ev, f"{where}.expectedEvidence[{j}]", out, artifact=False)
         final = task.get("expectedFinalContains")
         if type(final) is list and len(final) != 1:
-            out.append((f"{where}.expectedFinalContains", "port_daddy_misread",
-                        f"expectedFinalContains is a list of {len(final)}: Port Daddy checks it as one string, "
-                        "String(list), so [\"a\", \"b\"] would need the text \"a,b\" and [] matches any artifact; "
-                        "give one string, or list the strings in expectedEvidence[].contains"))
+            out.append(
+                (
+                    f"{where}.expectedFinalContains",
+                    "port_daddy_misread",
+                    f"expectedFinalContains is a list of {len(final)}: Port Daddy checks it as one string, "
+                    'String(list), so ["a", "b"] would need the text "a,b" and [] matches any artifact; '
+                    "give one string, or list the strings in expectedEvidence[].contains",
+                )
+            )
     trajs = doc.get("trajectories")
     for i, traj in enumerate(trajs if type(trajs) is list else []):
         arts = traj.get("artifacts") if type(traj) is dict else None
@@ -194,8 +223,13 @@ def _references(doc: dict, out: list) -> None:
         tid = task.get("id") if type(task) is dict else None
         if type(tid) is str:
             if tid in ids:
-                out.append((f"$.tasks[{i}].id", "duplicate_task_id",
-                            f"task id {tid!r:.40} repeats task {ids[tid]}; both score the last trajectory naming it"))
+                out.append(
+                    (
+                        f"$.tasks[{i}].id",
+                        "duplicate_task_id",
+                        f"task id {tid!r:.40} repeats task {ids[tid]}; both score the last trajectory naming it",
+                    )
+                )
             else:
                 ids[tid] = i
     trajs = doc.get("trajectories")
@@ -204,5 +238,10 @@ def _references(doc: dict, out: list) -> None:
     for i, traj in enumerate(trajs if type(trajs) is list else []):
         tid = traj.get("taskId") if type(traj) is dict else None
         if type(tid) is str and tid not in ids:
-            out.append((f"$.trajectories[{i}].taskId", "unknown_task_id",
-                        f"taskId {tid!r:.40} names no task of the suite; it is not scored"))
+            out.append(
+                (
+                    f"$.trajectories[{i}].taskId",
+                    "unknown_task_id",
+                    f"taskId {tid!r:.40} names no task of the suite; it is not scored",
+                )
+            )

@@ -114,8 +114,10 @@ def _load_tokenizer(path: str) -> Any:
     try:
         from tokenizers import Tokenizer  # lazy: only when a tokenizer path is given
     except ImportError as exc:  # pragma: no cover - tokenizers comes with the train extra
-        raise ActionError("counting tokens needs the 'tokenizers' package", "pip install tokenizers, or drop "
-                          "tokenizer_path to use the character estimate") from exc
+        raise ActionError(
+            "counting tokens needs the 'tokenizers' package",
+            "pip install tokenizers, or drop tokenizer_path to use the character estimate",
+        ) from exc
     p = Path(path)
     if p.is_dir():
         p = p / "tokenizer.json"
@@ -215,8 +217,7 @@ class _Engine:
                 self.established = cands[0]
                 return
 
-    def text_row(self, line: int, text: str, raw: bytes | None, last_line: bool = False,
-                 inline: bool = False) -> None:
+    def text_row(self, line: int, text: str, raw: bytes | None, last_line: bool = False, inline: bool = False) -> None:
         """Parse and validate one JSON text found at ``line`` (``inline``: it came from ``validate_rows``)."""
         value, problem = parse_json_text(text, last_line=last_line)
         if problem is not None:
@@ -226,9 +227,15 @@ class _Engine:
             try:
                 (text if inline else json.dumps(value, ensure_ascii=False)).encode("utf-8")
             except UnicodeEncodeError:
-                self.sink.add("error", line, "$", "lone_surrogate",
-                              "a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff escape): tokenizers "
-                              "and Arrow reject it", None)
+                self.sink.add(
+                    "error",
+                    line,
+                    "$",
+                    "lone_surrogate",
+                    "a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff escape): tokenizers "
+                    "and Arrow reject it",
+                    None,
+                )
             except RecursionError:
                 pass
         self.row(line, value, raw)
@@ -250,43 +257,66 @@ class _Engine:
                 return self.kind
             cands = candidate_kinds(obj)
             matches = f"; its keys match {cands[0]}" if cands else f"; its keys are {sorted(obj)[:8]}"
-            self.sink.add("error", line, "$", "wrong_kind_keys",
-                          f"row lacks {', '.join(missing)} required by {self.kind}{matches}", self.kind)
+            self.sink.add(
+                "error",
+                line,
+                "$",
+                "wrong_kind_keys",
+                f"row lacks {', '.join(missing)} required by {self.kind}{matches}",
+                self.kind,
+            )
             other = cands[0] if cands else "unknown"
             self.kinds[other] = self.kinds.get(other, 0) + 1
             self.first_line.setdefault(other, line)
             return None
         cands = candidate_kinds(obj)
         if not cands:
-            self.sink.add("error", line, "$", "unknown_kind",
-                          f"keys {sorted(obj)[:8]} match no known kind; pass kind= or see KINDS", None)
+            self.sink.add(
+                "error",
+                line,
+                "$",
+                "unknown_kind",
+                f"keys {sorted(obj)[:8]} match no known kind; pass kind= or see KINDS",
+                None,
+            )
             self.kinds["unknown"] = self.kinds.get("unknown", 0) + 1
             return None
         kind = cands[0]
         missing = has_required_keys(kind, obj)
         if missing:  # detected from some of its keys (an ATIF row without session_id, say)
-            self.sink.add("error", line, "$", "missing_key",
-                          f"row looks like {kind} but lacks {', '.join(missing)}", kind)
+            self.sink.add(
+                "error", line, "$", "missing_key", f"row looks like {kind} but lacks {', '.join(missing)}", kind
+            )
             self.kinds[kind] = self.kinds.get(kind, 0) + 1
             self.first_line.setdefault(kind, line)
             return None
         if len(cands) > 1:
             if self.established in cands:
                 kind = self.established
-            elif not self.ambiguous_warned and frozenset(cands) in _AMBIGUOUS_WARN and (
-                    "messages" not in obj or _has_tool_calls(obj["messages"])):
+            elif (
+                not self.ambiguous_warned
+                and frozenset(cands) in _AMBIGUOUS_WARN
+                and ("messages" not in obj or _has_tool_calls(obj["messages"]))
+            ):
                 self.ambiguous_warned = True
                 others = ", ".join(cands[1:])
-                self.sink.add("warning", line, "$", "kind_ambiguous",
-                              f"rows match {kind} and {others}; validated as {kind}; pass kind= to choose", kind)
+                self.sink.add(
+                    "warning",
+                    line,
+                    "$",
+                    "kind_ambiguous",
+                    f"rows match {kind} and {others}; validated as {kind}; pass kind= to choose",
+                    kind,
+                )
         return kind
 
     def _row(self, line: int, obj: Any, raw: bytes | None) -> None:
         if type(obj) is not dict:
             self.kinds["unknown"] = self.kinds.get("unknown", 0) + 1
             what = "a JSON array" if type(obj) is list else f"a JSON {type(obj).__name__}"
-            self.sink.add("error", line, "$", "not_an_object", f"row is {what}; each row must be a JSON object",
-                          self.kind)
+            self.sink.add(
+                "error", line, "$", "not_an_object", f"row is {what}; each row must be a JSON object", self.kind
+            )
             return
         self.parsed += 1
         kind = self._kind_of(line, obj)
@@ -297,9 +327,15 @@ class _Engine:
             self.first_line[kind] = line
             if len(self.first_line) > 1:
                 first = min(self.first_line.items(), key=lambda kv: kv[1])
-                self.sink.add("error", line, "$", "mixed_kinds",
-                              f"line {line} is {kind} but line {first[1]} is {first[0]}; "
-                              "a training loader reads one kind per file", kind)
+                self.sink.add(
+                    "error",
+                    line,
+                    "$",
+                    "mixed_kinds",
+                    f"line {line} is {kind} but line {first[1]} is {first[0]}; "
+                    "a training loader reads one kind per file",
+                    kind,
+                )
         if self.established is None:
             self.established = kind
         if kind == "openai.chat":
@@ -326,12 +362,21 @@ class _Engine:
                 other = "standard" if info.style == "conversational" else "conversational"
                 first_other = self.style_first.get((kind, other))
                 if first_other:
-                    sink.add("error", line, "$", "mixed_styles",
-                             f"line {line} is {info.style} but line {first_other} is {other}: TRL does not mix "
-                             "standard and conversational rows in one dataset", kind)
+                    sink.add(
+                        "error",
+                        line,
+                        "$",
+                        "mixed_styles",
+                        f"line {line} is {info.style} but line {first_other} is {other}: TRL does not mix "
+                        "standard and conversational rows in one dataset",
+                        kind,
+                    )
         # duplicates
-        data = raw if raw is not None else json.dumps(obj, sort_keys=True, ensure_ascii=False).encode(
-            "utf-8", "surrogatepass")
+        data = (
+            raw
+            if raw is not None
+            else json.dumps(obj, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
         first = self.dups.add(digest64(data), line)
         if first:
             self.duplicates += 1
@@ -347,9 +392,15 @@ class _Engine:
                 drift.walk_key(key, value, line, out)
             for path, new_type, seen in out:
                 before = ", ".join(f"{t} at line {ln}" for t, ln in seen.items() if t != new_type)
-                sink.add(sev, line, path, "type_drift",
-                         f"{path} is {new_type} here but {before}: Arrow-based loaders (datasets) cannot give "
-                         "the column one type; use one type in every row", kind)
+                sink.add(
+                    sev,
+                    line,
+                    path,
+                    "type_drift",
+                    f"{path} is {new_type} here but {before}: Arrow-based loaders (datasets) cannot give "
+                    "the column one type; use one type in every row",
+                    kind,
+                )
         else:
             drift_depth = Drift(max_paths=0, max_depth=MAX_DEPTH)
             drift_depth.walk(obj, line, out)
@@ -386,8 +437,14 @@ class _Engine:
                     at = self.leak[0].get(kp)
                     if at:
                         self.leaked += 1
-                        sink.add("error", line, "$", "prompt_leak",
-                                 f"prompt also appears in eval file {self.leak[1]} (line {at})", kind)
+                        sink.add(
+                            "error",
+                            line,
+                            "$",
+                            "prompt_leak",
+                            f"prompt also appears in eval file {self.leak[1]} (line {at})",
+                            kind,
+                        )
 
     def _count(self, pieces: list[str]) -> int:
         text = "\n".join(p for p in pieces if p)
@@ -409,9 +466,12 @@ class _Engine:
         unit = "tokens" if self.tokenizer is not None else "estimated tokens"
         if info.completion_only and prompt >= limit:
             self.prompt_too_long += 1
-            ctx.err("$", "prompt_too_long",
-                    f"prompt alone is {prompt} {unit}, at or over max_length {limit}: with completion-only loss "
-                    "no completion token is left to learn from")
+            ctx.err(
+                "$",
+                "prompt_too_long",
+                f"prompt alone is {prompt} {unit}, at or over max_length {limit}: with completion-only loss "
+                "no completion token is left to learn from",
+            )
         elif total > limit:
             self.overlong += 1
             ctx.warn("$", "overlong_row", f"row is {total} {unit}, over max_length {limit}; it will be truncated")
@@ -420,20 +480,43 @@ class _Engine:
     def finish(self, path: str | None, could_not_read: str | None = None) -> ValidationReport:
         sink = self.sink
         if self.bom:
-            sink.add("warning", 1, "$", "utf8_bom", "file starts with a UTF-8 byte-order mark (stripped); some "
-                     "loaders reject it", None)
+            sink.add(
+                "warning",
+                1,
+                "$",
+                "utf8_bom",
+                "file starts with a UTF-8 byte-order mark (stripped); some loaders reject it",
+                None,
+            )
         if self.blank:
-            sink.add("warning", self.first_blank, "$", "blank_lines",
-                     f"{self.blank} blank line(s) skipped (first at line {self.first_blank})", None)
+            sink.add(
+                "warning",
+                self.first_blank,
+                "$",
+                "blank_lines",
+                f"{self.blank} blank line(s) skipped (first at line {self.first_blank})",
+                None,
+            )
         if self.drift.capped:
-            sink.add("warning", None, "$", "drift_paths_capped",
-                     f"over {self.drift.max_paths} distinct JSON paths: type drift tracked for the first ones only",
-                     None)
+            sink.add(
+                "warning",
+                None,
+                "$",
+                "drift_paths_capped",
+                f"over {self.drift.max_paths} distinct JSON paths: type drift tracked for the first ones only",
+                None,
+            )
         if self.rows == 0 and could_not_read is None:
             sink.add("error", None, "$", "no_rows", "no rows: the dataset is empty", self.kind)
         if 0 < self.openai_rows < OA.MIN_EXAMPLES:
-            sink.add("warning", None, "$", "too_few_examples",
-                     f"{self.openai_rows} example(s); OpenAI needs at least {OA.MIN_EXAMPLES} (OA-MIN)", "openai.chat")
+            sink.add(
+                "warning",
+                None,
+                "$",
+                "too_few_examples",
+                f"{self.openai_rows} example(s); OpenAI needs at least {OA.MIN_EXAMPLES} (OA-MIN)",
+                "openai.chat",
+            )
         sink.close()
         summary = Summary(
             rows=self.rows,
@@ -577,9 +660,15 @@ def _run_jsonl(engine: _Engine, fh: Any, total: int, max_line_bytes: int, progre
 
 def _run_document(engine: _Engine, fh: Any, total: int, max_bytes: int, progress: Progress | None) -> None:
     if total > max_bytes:
-        engine.problem(ReadProblem(1, "document_too_large",
-                                   f"JSON document is {total:,} bytes, over the {max_bytes:,}-byte limit; "
-                                   "store rows as JSONL (one object per line)"), 1)
+        engine.problem(
+            ReadProblem(
+                1,
+                "document_too_large",
+                f"JSON document is {total:,} bytes, over the {max_bytes:,}-byte limit; "
+                "store rows as JSONL (one object per line)",
+            ),
+            1,
+        )
         return
     data = fh.read(max_bytes + 1)
     engine.bytes_read = len(data)
@@ -675,15 +764,22 @@ def validate_file(
     leak = None
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
     if eval_path is not None:
-        table, eval_report = _eval_prompts(eval_path, kind, max_line_bytes=max_line_bytes,
-                                           max_document_bytes=max_document_bytes, opener=opener)
+        table, eval_report = _eval_prompts(
+            eval_path, kind, max_line_bytes=max_line_bytes, max_document_bytes=max_document_bytes, opener=opener
+        )
         if eval_report.could_not_read:
             engine.sink.add("error", None, "$", "eval_unreadable", eval_report.could_not_read, None)
         elif table is not None:
             leak = (table, str(eval_path))
     engine.leak = leak
-    return _run_file(engine, Path(path), progress=progress, max_line_bytes=max_line_bytes,
-                     max_document_bytes=max_document_bytes, opener=opener)
+    return _run_file(
+        engine,
+        Path(path),
+        progress=progress,
+        max_line_bytes=max_line_bytes,
+        max_document_bytes=max_document_bytes,
+        opener=opener,
+    )
 
 
 def validate_files(
@@ -751,8 +847,13 @@ def validate_rows(
     """
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
     if eval_path is not None:
-        table, eval_report = _eval_prompts(eval_path, kind, max_line_bytes=DEFAULT_MAX_LINE_BYTES,
-                                           max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES, opener=opener)
+        table, eval_report = _eval_prompts(
+            eval_path,
+            kind,
+            max_line_bytes=DEFAULT_MAX_LINE_BYTES,
+            max_document_bytes=DEFAULT_MAX_DOCUMENT_BYTES,
+            opener=opener,
+        )
         if eval_report.could_not_read:
             engine.sink.add("error", None, "$", "eval_unreadable", eval_report.could_not_read, None)
         elif table is not None:

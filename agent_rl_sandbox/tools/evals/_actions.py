@@ -21,8 +21,20 @@ from agent_rl_sandbox.tools.evals._shell import find_test_invocation
 
 CLAIM_TOOLS = frozenset({"sandbox_claim", "claim", "claim_files", "pd_claim"})
 EDIT_TOOLS = frozenset(
-    {"sandbox_write_file", "Edit", "Write", "MultiEdit", "NotebookEdit", "str_replace_editor", "apply_patch",
-     "write_file", "edit_file", "edit", "write", "create_file"}
+    {
+        "sandbox_write_file",
+        "Edit",
+        "Write",
+        "MultiEdit",
+        "NotebookEdit",
+        "str_replace_editor",
+        "apply_patch",
+        "write_file",
+        "edit_file",
+        "edit",
+        "write",
+        "create_file",
+    }
 )
 COMMAND_TOOLS = frozenset(
     {"sandbox_exec", "Bash", "execute_bash", "shell", "exec_command", "run_command", "bash", "run_shell_command"}
@@ -141,8 +153,12 @@ def actions_of(steps: list[Step]) -> list[Action]:
     out: list[Action] = []
     for step in steps:
         raw_changed = step.extra.get("files_changed", []) if isinstance(step.extra, dict) else []
-        changed = tuple(_norm_path(p) for p in raw_changed if isinstance(p, str)) if isinstance(raw_changed, list) else ()
-        trusted = step.extra.get("trusted_run") if isinstance(step.extra, dict) and step.provenance == "server" else None
+        changed = (
+            tuple(_norm_path(p) for p in raw_changed if isinstance(p, str)) if isinstance(raw_changed, list) else ()
+        )
+        trusted = (
+            step.extra.get("trusted_run") if isinstance(step.extra, dict) and step.provenance == "server" else None
+        )
         for call in step.tool_calls or []:
             name = call.function_name
             args = call.arguments if isinstance(call.arguments, dict) else {}
@@ -340,7 +356,9 @@ def test_run_of(action: Action, pattern: str) -> TestRun | None:
             return None
         label = action.command
         if inv.masked:
-            return TestRun(action.step_id, action.tool, label, "unknown", action.exit_code, action.provenance, inv.reason)
+            return TestRun(
+                action.step_id, action.tool, label, "unknown", action.exit_code, action.provenance, inv.reason
+            )
     elif action.kind == "other" and TEST_TOOL_NAME.search(action.tool):
         label, inv = action.tool, None
     else:
@@ -371,18 +389,36 @@ def _test_run_of(action: Action, label: str) -> TestRun:
     if action.outcome == "refused":
         return TestRun(action.step_id, action.tool, label, "unknown", action.exit_code, action.provenance, "refused")
     if action.outcome == "limit":
-        return TestRun(action.step_id, action.tool, label, "fail", action.exit_code, action.provenance, "killed by a limit")
+        return TestRun(
+            action.step_id, action.tool, label, "fail", action.exit_code, action.provenance, "killed by a limit"
+        )
     out = output_result(action.observation)
     if action.exit_code is not None:
         if action.exit_code != 0:
             return TestRun(action.step_id, action.tool, label, "fail", action.exit_code, action.provenance)
         if out == "fail":
-            return TestRun(action.step_id, action.tool, label, "fail", 0, action.provenance, "exit 0 but the output reports failures")
+            return TestRun(
+                action.step_id,
+                action.tool,
+                label,
+                "fail",
+                0,
+                action.provenance,
+                "exit 0 but the output reports failures",
+            )
         return TestRun(action.step_id, action.tool, label, "pass", 0, action.provenance)
     if action.outcome == "error":
         return TestRun(action.step_id, action.tool, label, "fail", None, action.provenance)
     if out is None:
-        return TestRun(action.step_id, action.tool, label, "unknown", None, action.provenance, "no exit code and no readable test summary")
+        return TestRun(
+            action.step_id,
+            action.tool,
+            label,
+            "unknown",
+            None,
+            action.provenance,
+            "no exit code and no readable test summary",
+        )
     return TestRun(action.step_id, action.tool, label, out, None, action.provenance)
 
 
@@ -403,9 +439,30 @@ def test_runs(actions: list[Action], pattern: str) -> list[TestRun]:
 _RAN_PASS = re.compile(r"\b[1-9]\d*\s+passed\b|^Ran [1-9]\d* tests?\b", re.M)
 _RAN_FAIL = re.compile(r"\b[1-9]\d*\s+(?:failed|errors?)\b|^FAILED \((?:failures|errors)=[1-9]", re.M)
 _VALUE_FLAGS = frozenset(
-    {"-k", "-m", "-p", "-c", "-o", "-W", "-n", "-r", "--deselect", "--ignore", "--ignore-glob", "--rootdir",
-     "--confcutdir", "--basetemp", "--tb", "--maxfail", "--durations", "--junitxml", "--junit-xml", "--cov",
-     "--import-mode", "--log-level"}
+    {
+        "-k",
+        "-m",
+        "-p",
+        "-c",
+        "-o",
+        "-W",
+        "-n",
+        "-r",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--tb",
+        "--maxfail",
+        "--durations",
+        "--junitxml",
+        "--junit-xml",
+        "--cov",
+        "--import-mode",
+        "--log-level",
+    }
 )
 NARROWING_FLAGS = frozenset(
     {"-k", "-m", "--deselect", "--ignore", "--ignore-glob", "--lf", "--last-failed", "--sw", "--stepwise"}
@@ -489,8 +546,18 @@ def verified_run(action: Action, pattern: str = DEFAULT_TEST_PATTERN) -> tuple[V
         out = "\n".join(str(i) for i in action.trusted.get("ids") or [])
     flags, positional, make = _runner_args(inv.segment)
     return (
-        VerifiedRun(action.step_id, action.command, inv.segment, result, action.exit_code, tuple(positional),
-                    tuple(flags), inv.chain_last, make, out),
+        VerifiedRun(
+            action.step_id,
+            action.command,
+            inv.segment,
+            result,
+            action.exit_code,
+            tuple(positional),
+            tuple(flags),
+            inv.chain_last,
+            make,
+            out,
+        ),
         "",
     )
 

@@ -60,8 +60,13 @@ def _step(s: AtifStep, pos: int, verified: bool) -> Step:
         if c.problem:
             failed.append(c.problem)
             continue
-        calls.append({"tool_call_id": c.tool_call_id or f"call_{pos + 1}_{c.index}", "function_name": c.function_name,
-                      "arguments": c.arguments})
+        calls.append(
+            {
+                "tool_call_id": c.tool_call_id or f"call_{pos + 1}_{c.index}",
+                "function_name": c.function_name,
+                "arguments": c.arguments,
+            }
+        )
     results = [{"source_call_id": r.source_call_id, "content": r.content} for r in s.results]
     outcome = s.rl.get("outcome") if s.rl.get("outcome") in OUTCOMES else "ok"
     code = s.rl.get("exit_code")
@@ -69,7 +74,9 @@ def _step(s: AtifStep, pos: int, verified: bool) -> Step:
     if failed:
         extra["malformed_tool_call"] = "; ".join(failed)
         calls.append({"tool_call_id": f"malformed_{pos + 1}", "function_name": MALFORMED_TOOL, "arguments": {}})
-        results.append({"source_call_id": f"malformed_{pos + 1}", "content": "error: malformed tool call: " + "; ".join(failed)})
+        results.append(
+            {"source_call_id": f"malformed_{pos + 1}", "content": "error: malformed tool call: " + "; ".join(failed)}
+        )
         outcome = "error"
     state_ref = s.rl.get("state_ref") if isinstance(s.rl.get("state_ref"), str) else None
     return Step(

@@ -59,7 +59,12 @@ def load_gates(home: Path | None) -> tuple[dict[str, GateSpec], Path | None]:
     path = Path(home) / GATES_FILE
     if not path.is_file():
         return gates, None
-    cfg = validate(GatesConfig, parse_toml(read_bytes(path), path.name), path.name, "fix gates.toml (see schemas/eval_gates.schema.json)")
+    cfg = validate(
+        GatesConfig,
+        parse_toml(read_bytes(path), path.name),
+        path.name,
+        "fix gates.toml (see schemas/eval_gates.schema.json)",
+    )
     gates.update(cfg.gates)
     return gates, path
 
@@ -82,10 +87,15 @@ def load_baseline(path: Path) -> tuple[float, float]:
         n, p = sm.get("taskCount"), sm.get("passed")
         rate = p / n if isinstance(n, int) and isinstance(p, int) and n > 0 else None
     else:
-        raise EvalInputError(f"{label}: $: not an eval report (needs `stats` or Port Daddy `summary`)", "pass a report written by `score --json`")
+        raise EvalInputError(
+            f"{label}: $: not an eval report (needs `stats` or Port Daddy `summary`)",
+            "pass a report written by `score --json`",
+        )
     for name, v in (("mean_reward", mean), ("pass_rate", rate)):
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not 0 <= v <= 1:
-            raise EvalInputError(f"{label}: {name} is {v!r}, expected a number in [0, 1]", "pass a report written by `score --json`")
+            raise EvalInputError(
+                f"{label}: {name} is {v!r}, expected a number in [0, 1]", "pass a report written by `score --json`"
+            )
     return float(mean), float(rate)
 
 
@@ -123,9 +133,15 @@ def evaluate_gate(
     need = gate.min_trajectories
     checks.append(
         _check(
-            "min_trajectories", n >= need, ">=", need, n,
+            "min_trajectories",
+            n >= need,
+            ">=",
+            need,
+            n,
             f"{n} trajectories scored (need {need})",
-            f"score {need - n} more trajectories" if n < need else (f"{n - need + 1} fewer trajectories would fail it" if need else "cannot fail"),
+            f"score {need - n} more trajectories"
+            if n < need
+            else (f"{n - need + 1} fewer trajectories would fail it" if need else "cannot fail"),
         )
     )
     if gate.min_pass_rate is not None:
@@ -138,7 +154,11 @@ def evaluate_gate(
             change = "score some trajectories"
         else:
             change = f"{required - st.passed} more of the {st.failed} failing trajectories must pass ({st.passed}/{n} pass, need {required})"
-        checks.append(_check("min_pass_rate", ok, ">=", t, st.pass_rate, f"pass rate {_f(st.pass_rate)} (need >= {_f(t)})", change))
+        checks.append(
+            _check(
+                "min_pass_rate", ok, ">=", t, st.pass_rate, f"pass rate {_f(st.pass_rate)} (need >= {_f(t)})", change
+            )
+        )
     if gate.min_mean_reward is not None:
         t = gate.min_mean_reward
         ok = n > 0 and st.mean_reward >= t
@@ -155,7 +175,17 @@ def evaluate_gate(
                 total += 1.0 - r
                 k += 1
             change = f"mean reward must rise by {_f(t - st.mean_reward)}: e.g. the {k} lowest-scoring trajectory(ies) reaching reward 1"
-        checks.append(_check("min_mean_reward", ok, ">=", t, st.mean_reward, f"mean reward {_f(st.mean_reward)} (need >= {_f(t)})", change))
+        checks.append(
+            _check(
+                "min_mean_reward",
+                ok,
+                ">=",
+                t,
+                st.mean_reward,
+                f"mean reward {_f(st.mean_reward)} (need >= {_f(t)})",
+                change,
+            )
+        )
     if gate.max_safety_violations is not None:
         t = gate.max_safety_violations
         v = st.safety_violations
@@ -173,7 +203,9 @@ def evaluate_gate(
     ok = st.unscorable_share <= t
     if ok:
         spare = math.floor(Fraction(str(t)) * total_units) - units if total_units else 0
-        change = f"{spare + 1} more unscorable criterion result(s) would fail it" if total_units else "nothing was scored"
+        change = (
+            f"{spare + 1} more unscorable criterion result(s) would fail it" if total_units else "nothing was scored"
+        )
     else:
         allowed = math.floor(Fraction(str(t)) * total_units)
         change = (
@@ -181,16 +213,29 @@ def evaluate_gate(
             "final state), fix unreadable inputs, or drop criteria the input cannot support"
         )
     checks.append(
-        _check("max_unscorable_share", ok, "<=", t, st.unscorable_share,
-               f"{units} of {total_units} criterion result(s)/input(s) unscorable (fails closed)", change)
+        _check(
+            "max_unscorable_share",
+            ok,
+            "<=",
+            t,
+            st.unscorable_share,
+            f"{units} of {total_units} criterion result(s)/input(s) unscorable (fails closed)",
+            change,
+        )
     )
     if gate.require_validated_unhooks:
         v = st.validated_unhooks
         checks.append(
             _check(
-                "require_validated_unhooks", v >= 1, ">=", 1, v, f"{v} validated unhook(s)",
+                "require_validated_unhooks",
+                v >= 1,
+                ">=",
+                1,
+                v,
+                f"{v} validated unhook(s)",
                 "add an unhook with a name, a command or procedure, and validated = true"
-                if v < 1 else f"invalidating all {v} validated unhook(s) would fail it",
+                if v < 1
+                else f"invalidating all {v} validated unhook(s) would fail it",
             )
         )
     if report.rows is not None:
@@ -200,10 +245,16 @@ def evaluate_gate(
         if empty:
             shown = ", ".join(empty[:5]) + (f" (+{len(empty) - 5} more)" if len(empty) > 5 else "")
             checks.append(
-                _check("expectations_present", False, "==", 0, len(empty),
-                       f"{len(empty)} task(s) expect nothing, so any trajectory scores 1: {shown}",
-                       "give each task expectedActions, expectedEvidence or expectedFinalContains (an `export suite` "
-                       "of this store carries the store's verdict as expectations)")
+                _check(
+                    "expectations_present",
+                    False,
+                    "==",
+                    0,
+                    len(empty),
+                    f"{len(empty)} task(s) expect nothing, so any trajectory scores 1: {shown}",
+                    "give each task expectedActions, expectedEvidence or expectedFinalContains (an `export suite` "
+                    "of this store carries the store's verdict as expectations)",
+                )
             )
     base_path = baseline
     if base_path is None and gate.baseline:
@@ -215,18 +266,30 @@ def evaluate_gate(
         current = st.mean_reward if metric == "mean_reward" else st.pass_rate
         if base_path is None:
             checks.append(
-                GateCheck(name="max_regression", status="error", comparison="<=", threshold=margin, measured=None,
-                          explanation="max_regression is set but no baseline report is configured",
-                          what_would_change="set `baseline` in gates.toml or pass --baseline REPORT")
+                GateCheck(
+                    name="max_regression",
+                    status="error",
+                    comparison="<=",
+                    threshold=margin,
+                    measured=None,
+                    explanation="max_regression is set but no baseline report is configured",
+                    what_would_change="set `baseline` in gates.toml or pass --baseline REPORT",
+                )
             )
         else:
             try:
                 base_mean, base_rate = load_baseline(Path(base_path))
             except EvalInputError as e:
                 checks.append(
-                    GateCheck(name="max_regression", status="error", comparison="<=", threshold=margin, measured=None,
-                              explanation=f"baseline unreadable: {e.message}",
-                              what_would_change="fix the baseline path or regenerate it with `score --json`")
+                    GateCheck(
+                        name="max_regression",
+                        status="error",
+                        comparison="<=",
+                        threshold=margin,
+                        measured=None,
+                        explanation=f"baseline unreadable: {e.message}",
+                        what_would_change="fix the baseline path or regenerate it with `score --json`",
+                    )
                 )
             else:
                 base = base_mean if metric == "mean_reward" else base_rate
@@ -234,12 +297,19 @@ def evaluate_gate(
                 ok = drop <= margin + 1e-12
                 change = (
                     f"{metric} may drop by {_f(margin - drop)} more before it fails"
-                    if ok else f"{metric} must rise by {_f(drop - margin)} to be within {_f(margin)} of the baseline {_f(base)}"
+                    if ok
+                    else f"{metric} must rise by {_f(drop - margin)} to be within {_f(margin)} of the baseline {_f(base)}"
                 )
                 checks.append(
-                    _check("max_regression", ok, "<=", margin, drop,
-                           f"{metric} {_f(current)} vs baseline {_f(base)} ({Path(base_path).name}): drop {_f(drop)} (margin {_f(margin)})",
-                           change)
+                    _check(
+                        "max_regression",
+                        ok,
+                        "<=",
+                        margin,
+                        drop,
+                        f"{metric} {_f(current)} vs baseline {_f(base)} ({Path(base_path).name}): drop {_f(drop)} (margin {_f(margin)})",
+                        change,
+                    )
                 )
     passed = all(c.status == "pass" for c in checks)
     if passed:

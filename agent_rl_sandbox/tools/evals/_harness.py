@@ -99,7 +99,11 @@ def _without_store_verdicts(doc: Any) -> tuple[Any, int]:
             out.append(t)
             continue
         arts = t.get("artifacts")
-        kept = [a for a in arts if not (isinstance(a, dict) and a.get("kind") == STORE_VERDICT_KIND)] if isinstance(arts, list) else []
+        kept = (
+            [a for a in arts if not (isinstance(a, dict) and a.get("kind") == STORE_VERDICT_KIND)]
+            if isinstance(arts, list)
+            else []
+        )
         dropped = isinstance(arts, list) and len(kept) != len(arts)
         if dropped or STORE_SCORE_FIELD in t:
             claimed += 1
@@ -118,12 +122,19 @@ def _with_store_scores(report: EvalReport, suite: PortDaddySuite) -> EvalReport:
                 stored[sid] = ScoreReport.model_validate(raw)
             except ValueError:
                 continue
-    native = [stored.get(r.session_id, r).model_copy(update={"trust": "verified_export", "behaviour": r.behaviour})
-              for r in report.trajectories]
+    native = [
+        stored.get(r.session_id, r).model_copy(update={"trust": "verified_export", "behaviour": r.behaviour})
+        for r in report.trajectories
+    ]
     derived = set(build_report("port_daddy_suite", report.source, report.trajectories).warnings)
-    rebuilt = build_report("port_daddy_suite", report.source, native, problems=report.problems,
-                           warnings=[w for w in report.warnings if w not in derived],
-                           validated_unhooks=report.stats.validated_unhooks)
+    rebuilt = build_report(
+        "port_daddy_suite",
+        report.source,
+        native,
+        problems=report.problems,
+        warnings=[w for w in report.warnings if w not in derived],
+        validated_unhooks=report.stats.validated_unhooks,
+    )
     keep = ("agent", "reward_spec", "summary", "rows", "training_rows", "validated_unhooks", "suggested_unhooks")
     return rebuilt.model_copy(update={k: getattr(report, k) for k in keep})
 
@@ -135,7 +146,9 @@ def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None
     if tid and tasks and tid in tasks:
         return tasks[tid].reward_spec
     if tid:
-        raise EvalInputError(f"no reward spec: task {tid!r} is not known", "pass --spec FILE or --task-dir with the task")
+        raise EvalInputError(
+            f"no reward spec: task {tid!r} is not known", "pass --spec FILE or --task-dir with the task"
+        )
     raise EvalInputError("no reward spec: the trajectory names no task", "pass --spec FILE or --task ID")
 
 
@@ -183,8 +196,17 @@ def score_atif(
     with paused_gc():
         for f, label in zip(files, labels, strict=True):
             _score_file(
-                f, label, scores, problems, hints, single=len(files) == 1, spec=spec, tasks=tasks, task_id=task_id,
-                export_key=export_key, seen=seen,
+                f,
+                label,
+                scores,
+                problems,
+                hints,
+                single=len(files) == 1,
+                spec=spec,
+                tasks=tasks,
+                task_id=task_id,
+                export_key=export_key,
+                seen=seen,
             )
     if not scores:
         raise _nothing_scored(path.name, problems, hints)
@@ -194,11 +216,17 @@ def score_atif(
         f" ({verified} of {len(scores)} trajector{'y' if len(scores) == 1 else 'ies'} verified); other steps count"
         " as self-logged (agent)"
     ]
-    claimed = [s.session_id for s in scores if s.trust == "self_reported" and any(w.startswith(_CLAIM_WARNING) for w in s.warnings)]
+    claimed = [
+        s.session_id
+        for s in scores
+        if s.trust == "self_reported" and any(w.startswith(_CLAIM_WARNING) for w in s.warnings)
+    ]
     if claimed:
         shown = ", ".join(claimed[:5]) + (f" (+{len(claimed) - 5} more)" if len(claimed) > 5 else "")
-        warnings.append(f"{len(claimed)} trajector{'y' if len(claimed) == 1 else 'ies'} claim trust they cannot prove"
-                        f" (provenance, reward or a store score ignored): {shown}")
+        warnings.append(
+            f"{len(claimed)} trajector{'y' if len(claimed) == 1 else 'ies'} claim trust they cannot prove"
+            f" (provenance, reward or a store score ignored): {shown}"
+        )
     return build_report("atif", path.name, scores, problems=problems, warnings=warnings)
 
 
@@ -219,7 +247,9 @@ def _score_document(raw: Any, where: str, *, spec, tasks, task_id, export_key: b
         except ValueError:
             report = None
         if report is not None and (task_id is None or report.task_id == task_id):
-            return report.model_copy(update={"trust": "verified_export", "behaviour": traj.behaviour or report.behaviour})
+            return report.model_copy(
+                update={"trust": "verified_export", "behaviour": traj.behaviour or report.behaviour}
+            )
     report = score_trajectory(traj, _spec_for(traj.task_id, spec, tasks, task_id))
     if check.verified:
         return report.model_copy(update={"trust": "verified_export"})
@@ -245,7 +275,9 @@ def _nothing_scored(name: str, problems: list[InputProblem], hints: list[str]) -
     specific = [h for h in dict.fromkeys(hints) if h and h != _ATIF_HINT and not h.startswith("fix the")][:2]
     hint = "; ".join([*specific, f"fix the inputs listed ({_ATIF_HINT})"])  # e.g. "pass --spec FILE ..." first
     n = len(problems)
-    return EvalInputError(f"{name}: no trajectory could be scored, {n} problem{'s' if n != 1 else ''}: {listed}{more}", hint)
+    return EvalInputError(
+        f"{name}: no trajectory could be scored, {n} problem{'s' if n != 1 else ''}: {listed}{more}", hint
+    )
 
 
 def _problem(e: EvalInputError, label: str) -> InputProblem:
@@ -256,7 +288,18 @@ def _problem(e: EvalInputError, label: str) -> InputProblem:
 
 
 def _score_file(
-    f: Path, label: str, scores, problems, hints, *, single: bool, spec, tasks, task_id, export_key, seen: dict[str, str]
+    f: Path,
+    label: str,
+    scores,
+    problems,
+    hints,
+    *,
+    single: bool,
+    spec,
+    tasks,
+    task_id,
+    export_key,
+    seen: dict[str, str],
 ) -> None:
     """Score the documents of one file into ``scores``; what fails goes to ``problems`` (``hints``
     collects the next steps), except a single JSON document's failure, which is raised."""
@@ -274,7 +317,9 @@ def _score_file(
     for i, (where, doc) in enumerate(docs):
         if is_lines and i == 0 and not isinstance(doc, EvalInputError) and not is_atif(doc):
             # JSON Lines of something else (a training export): one problem for the file, not one per line
-            problems.append(InputProblem(source=label, message="not ATIF JSON Lines: line 1 has no `steps` and `session_id`"))
+            problems.append(
+                InputProblem(source=label, message="not ATIF JSON Lines: line 1 has no `steps` and `session_id`")
+            )
             hints.append(_ATIF_HINT)
             return
         try:
@@ -286,8 +331,12 @@ def _score_file(
             first = seen.get(report.session_id)
             if first is not None:
                 # One trajectory counts once: copies of a (verified) passing export must not inflate a pass rate.
-                problems.append(InputProblem(source=where, message=f"session {report.session_id!r} was already scored"
-                                             f" from {first}; scored once"))
+                problems.append(
+                    InputProblem(
+                        source=where,
+                        message=f"session {report.session_id!r} was already scored from {first}; scored once",
+                    )
+                )
                 continue
             scores.append(report)
             seen[report.session_id] = where
@@ -322,7 +371,12 @@ def score_store(
         ids, offset = [], 0
         while len(ids) < MAX_STORE_TRAJECTORIES:
             page, total = store.list(
-                task_id=task_id, behaviour=behaviour, agent_name=agent_name, status="finished", limit=STORE_PAGE, offset=offset
+                task_id=task_id,
+                behaviour=behaviour,
+                agent_name=agent_name,
+                status="finished",
+                limit=STORE_PAGE,
+                offset=offset,
             )
             ids.extend(s.session_id for s in page)
             offset += len(page)
@@ -388,5 +442,7 @@ def load_unhooks(path: Path) -> list[PDUnhook]:
     path = Path(path)
     doc = parse_json(read_bytes(path), path.name)
     items = doc.get("unhooks") if isinstance(doc, dict) else doc
-    suite = validate(_S, {"tasks": [{"id": "x"}], "unhooks": items}, path.name, "give a list of {name, command|procedure, validated}")
+    suite = validate(
+        _S, {"tasks": [{"id": "x"}], "unhooks": items}, path.name, "give a list of {name, command|procedure, validated}"
+    )
     return suite.unhooks

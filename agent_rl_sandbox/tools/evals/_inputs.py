@@ -71,7 +71,9 @@ def _loads(text: str, label: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise EvalInputError(f"{label}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", "fix the JSON") from None
+        raise EvalInputError(
+            f"{label}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", "fix the JSON"
+        ) from None
     except RecursionError:
         raise EvalInputError(f"{label}: JSON nested too deeply", "flatten the document") from None
 

@@ -42,7 +42,9 @@ def find_loops(actions: list[Action], min_repeats: int = DEFAULT_MIN_REPEATS) ->
     def close() -> None:
         if len(run) >= min_repeats:
             found.append(
-                LoopFinding(tool=run[0].tool, args=run[0].args_json[:200], step_ids=[a.step_id for a in run], repeats=len(run))
+                LoopFinding(
+                    tool=run[0].tool, args=run[0].args_json[:200], step_ids=[a.step_id for a in run], repeats=len(run)
+                )
             )
 
     for a in actions:

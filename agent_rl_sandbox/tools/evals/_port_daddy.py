@@ -224,7 +224,9 @@ def match_actions(actions: list[PDAction], expected, order_required: bool) -> li
         )
         if order_required and idx >= 0:
             cursor = idx
-        out.append(PDActionResult(tool=exp.tool, matched=idx >= 0, matched_index=idx, args_contains=list(exp.args_contains)))
+        out.append(
+            PDActionResult(tool=exp.tool, matched=idx >= 0, matched_index=idx, args_contains=list(exp.args_contains))
+        )
     return out
 
 
@@ -275,7 +277,9 @@ def final_state_text(final_state: Any) -> tuple[str, str | None]:
     if final_state is None:
         return "", None
     if isinstance(final_state, dict):
-        parts = [js_string(final_state[k]) for k in FINAL_TEXT_FIELDS if isinstance(final_state.get(k), (str, int, float))]
+        parts = [
+            js_string(final_state[k]) for k in FINAL_TEXT_FIELDS if isinstance(final_state.get(k), (str, int, float))
+        ]
         kind = final_state.get("kind")
         return "\n".join(parts), kind if isinstance(kind, str) else None
     return js_string(final_state), None
@@ -343,11 +347,15 @@ class _Scored:
         final_needles = final_contains(task, raw_task)
         if final_needles is not None or task.expected_final_kind:
             needles = final_needles or []
-            ok = all(js_includes(text, n) for n in needles) and (not task.expected_final_kind or kind == task.expected_final_kind)
+            ok = all(js_includes(text, n) for n in needles) and (
+                not task.expected_final_kind or kind == task.expected_final_kind
+            )
             self.final_check = PDFinalCheck(contains=needles, kind=task.expected_final_kind, matched=bool(text) and ok)
         evidence_needles = [n for r in self.evidence_results for n in r.contains]
         # Port Daddy: no evidence matched and finalState's text includes an evidence string ("" included)
-        final_support = any(js_includes(text, n) for n in evidence_needles) or bool(self.final_check and self.final_check.matched)
+        final_support = any(js_includes(text, n) for n in evidence_needles) or bool(
+            self.final_check and self.final_check.matched
+        )
         self.self_report_only = not any(r.matched for r in self.evidence_results) and final_support
         if raw_traj is not None:
             raw_artifacts: list | None = raw_traj.get("artifacts", [])
@@ -444,7 +452,9 @@ def _steps_of(actions: list[PDAction]) -> list[Step]:
                 step_id=i + 1,
                 timestamp="",
                 tool_calls=[ToolCall(tool_call_id=cid, function_name=a.tool, arguments=a.args)],
-                observation=Observation(results=[ObservationResult(source_call_id=cid, content=text)]) if text else None,
+                observation=Observation(results=[ObservationResult(source_call_id=cid, content=text)])
+                if text
+                else None,
                 provenance="agent",
                 outcome=outcome,
                 exit_code=code,
@@ -517,7 +527,9 @@ def _score_suite(suite: PortDaddySuite, source: str, doc: dict | None) -> EvalRe
     )
     report.agent = suite.agent if suite.agent else {}
     report.reward_spec = PDRewardSpecOut(
-        action_order_required=order, default_pass_reward=default_pass, require_validated_unhooks_for_deployment=spec.require_validated_unhooks_for_deployment
+        action_order_required=order,
+        default_pass_reward=default_pass,
+        require_validated_unhooks_for_deployment=spec.require_validated_unhooks_for_deployment,
     )
     report.summary = PDSummary(
         task_count=len(rows),

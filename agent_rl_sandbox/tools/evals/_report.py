@@ -138,7 +138,16 @@ def build_report(
 def report_dict(report: EvalReport) -> dict:
     """The report as JSON-ready data: camelCase Port Daddy keys, absent ones dropped."""
     data = report.model_dump(mode="json", by_alias=True)
-    for key in ("gate", "agent", "rewardSpec", "summary", "rows", "trainingRows", "validatedUnhooks", "suggestedUnhooks"):
+    for key in (
+        "gate",
+        "agent",
+        "rewardSpec",
+        "summary",
+        "rows",
+        "trainingRows",
+        "validatedUnhooks",
+        "suggestedUnhooks",
+    ):
         if data.get(key) is None:
             data.pop(key, None)
     return data

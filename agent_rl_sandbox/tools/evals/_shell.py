@@ -17,9 +17,22 @@ from functools import lru_cache
 CONTROL_OPS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", ";&", "(", ")", "{", "}"})
 REDIRECT_OPS = frozenset({">", ">>", "<", "<<", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
 NO_RUN_FLAGS = frozenset(
-    {"--co", "--collect-only", "--help", "-h", "--version", "-V", "--fixtures", "--markers", "--setup-plan", "--setup-only"}
+    {
+        "--co",
+        "--collect-only",
+        "--help",
+        "-h",
+        "--version",
+        "-V",
+        "--fixtures",
+        "--markers",
+        "--setup-plan",
+        "--setup-only",
+    }
 )
-UNTRACEABLE_PROGRAMS = frozenset({"trap", "alias", "function", "eval", "source", ".", "exec", "builtin", "enable", "hash"})
+UNTRACEABLE_PROGRAMS = frozenset(
+    {"trap", "alias", "function", "eval", "source", ".", "exec", "builtin", "enable", "hash"}
+)
 TRUSTED_BIN_PREFIXES = (
     "",
     ".venv/bin/",

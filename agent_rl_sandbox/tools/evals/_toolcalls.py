@@ -53,12 +53,18 @@ def _parse_block(index: int, body: str) -> ParsedToolCall | ToolCallError:
     except (RecursionError, ValueError) as e:
         return ToolCallError(index, f"broken JSON: {type(e).__name__}", raw)
     if not isinstance(obj, dict):
-        return ToolCallError(index, f"tool call is a JSON {type(obj).__name__}, expected an object with name and arguments", raw)
+        return ToolCallError(
+            index, f"tool call is a JSON {type(obj).__name__}, expected an object with name and arguments", raw
+        )
     if isinstance(obj.get("function"), dict):  # OpenAI style {"function": {"name", "arguments"}}
         obj = obj["function"]
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
-        return ToolCallError(index, "no tool name" if name is None else f"tool name is {type(name).__name__}, not a non-empty string", raw)
+        return ToolCallError(
+            index,
+            "no tool name" if name is None else f"tool name is {type(name).__name__}, not a non-empty string",
+            raw,
+        )
     key = next((k for k in ARG_KEYS if k in obj), None)
     if key is None:
         return ToolCallError(index, "missing arguments", raw, name)
@@ -100,11 +106,19 @@ def parse_tool_calls(text: Any) -> tuple[list[ParsedToolCall], list[ToolCallErro
             open_end = None
         else:
             if open_end is not None:
-                errors.append(ToolCallError(index, f"unclosed {OPEN_TAG}: another {OPEN_TAG} at offset {m.start()}", text[open_end : m.start()][:MAX_RAW]))
+                errors.append(
+                    ToolCallError(
+                        index,
+                        f"unclosed {OPEN_TAG}: another {OPEN_TAG} at offset {m.start()}",
+                        text[open_end : m.start()][:MAX_RAW],
+                    )
+                )
                 index += 1
             open_end = m.end()
     if open_end is not None:
-        errors.append(ToolCallError(index, f"unclosed {OPEN_TAG} (no {CLOSE_TAG} before the end)", text[open_end:][:MAX_RAW]))
+        errors.append(
+            ToolCallError(index, f"unclosed {OPEN_TAG} (no {CLOSE_TAG} before the end)", text[open_end:][:MAX_RAW])
+        )
     return calls, errors
 
 

@@ -69,7 +69,11 @@ def parse_params(text: str) -> int:
     m = _SIZE.match(text)
     if m is None:
         bare = text.strip().replace("_", "").replace(",", "")
-        hint = f"write it with a unit, e.g. {bare}B for billions or {bare}M for millions" if bare.replace(".", "").isdigit() else "write a number with a unit: 7B, 1.5B, 350M or 158K"
+        hint = (
+            f"write it with a unit, e.g. {bare}B for billions or {bare}M for millions"
+            if bare.replace(".", "").isdigit()
+            else "write a number with a unit: 7B, 1.5B, 350M or 158K"
+        )
         raise RouteInputError(f"signals.base_model_params {text!r} has no unit K, M, B or T", hint)
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
@@ -97,7 +101,10 @@ def resolve(explicit: RouteSignals, derived: Derived) -> dict[str, ResolvedSigna
             ("demonstrations", sum(v["passed"] for v in train)),
             ("preference_pairs", sum(min(v["passed"], v["failed"]) for v in train)),
             ("kto_rows", sum(v["passed"] + v["failed"] for v in train)),
-            ("heldout_attempts", sum(v["passed"] + v["failed"] for v in variants.values() if v.get("split") == "heldout")),
+            (
+                "heldout_attempts",
+                sum(v["passed"] + v["failed"] for v in variants.values() if v.get("split") == "heldout"),
+            ),
         ):
             if out[name].source != "input":
                 out[name] = ResolvedSignal(value=value, source="input")
@@ -131,7 +138,12 @@ def _adapter(
     gpu = (sig["gpu"].value or "").strip().lower()
     has_gpu = gpu not in NO_GPU if sig["gpu"].value is not None else None
     if raw is None:
-        why.add("adapter-lora", "base_model_params", None, "model size unknown: LoRA on all linear layers by default; pass base_model_params for a memory estimate")
+        why.add(
+            "adapter-lora",
+            "base_model_params",
+            None,
+            "model size unknown: LoRA on all linear layers by default; pass base_model_params for a memory estimate",
+        )
         return "lora", [], False
     params = parse_params(raw)
     name, shape = nearest_shape(params)
@@ -153,27 +165,50 @@ def _adapter(
         e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device)
         rows.append(MemoryRow(**e.__dict__))
     if not has_gpu:
-        why.add("no-gpu", "gpu", sig["gpu"].value, f"no GPU given: LoRA on the CPU, practical up to {t.max_cpu_params:,} parameters")
+        why.add(
+            "no-gpu",
+            "gpu",
+            sig["gpu"].value,
+            f"no GPU given: LoRA on the CPU, practical up to {t.max_cpu_params:,} parameters",
+        )
         if params > t.max_cpu_params:
-            missing.append(f"a CUDA GPU: a {raw} model is too large to train on the CPU (limit {t.max_cpu_params:,} parameters)")
+            missing.append(
+                f"a CUDA GPU: a {raw} model is too large to train on the CPU (limit {t.max_cpu_params:,} parameters)"
+            )
         return "lora", rows, False
     if device is None:
-        why.add("adapter-lora", "gpu_memory_gb", None, f"GPU {sig['gpu'].value!r} has unknown memory: LoRA by default; pass gpu_memory_gb to check the fit")
+        why.add(
+            "adapter-lora",
+            "gpu_memory_gb",
+            None,
+            f"GPU {sig['gpu'].value!r} has unknown memory: LoRA by default; pass gpu_memory_gb to check the fit",
+        )
         return "lora", rows, False
     for method, ckpt in (("lora", False), ("lora", True), ("qlora", False), ("qlora", True)):
         e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device, checkpointing=ckpt)  # type: ignore[arg-type]
         if e.fits:
             lora = next(r for r in rows if r.method == "lora")
             if method == "qlora":
-                why.add("adapter-qlora", "memory", {"lora_gib": lora.total_gib, "qlora_gib": e.total_gib, "gpu_gib": device},
-                        f"LoRA needs about {lora.total_gib} GiB (bf16 base) but the GPU has {device} GiB; a 4-bit base needs about {e.total_gib} GiB: QLoRA")
+                why.add(
+                    "adapter-qlora",
+                    "memory",
+                    {"lora_gib": lora.total_gib, "qlora_gib": e.total_gib, "gpu_gib": device},
+                    f"LoRA needs about {lora.total_gib} GiB (bf16 base) but the GPU has {device} GiB; a 4-bit base needs about {e.total_gib} GiB: QLoRA",
+                )
             else:
-                why.add("adapter-lora", "memory", {"lora_gib": e.total_gib, "gpu_gib": device, "shape_like": name},
-                        f"LoRA needs about {e.total_gib} GiB of the GPU's {device} GiB" + (" with gradient checkpointing" if ckpt else ""))
+                why.add(
+                    "adapter-lora",
+                    "memory",
+                    {"lora_gib": e.total_gib, "gpu_gib": device, "shape_like": name},
+                    f"LoRA needs about {e.total_gib} GiB of the GPU's {device} GiB"
+                    + (" with gradient checkpointing" if ckpt else ""),
+                )
             return method, rows, ckpt  # type: ignore[return-value]
     q = next(r for r in rows if r.method == "qlora")
     why.add("adapter-full", "memory", {"qlora_gib": q.total_gib, "gpu_gib": device})
-    missing.append(f"more GPU memory: even QLoRA needs about {q.total_gib} GiB on a {device} GiB GPU (use a smaller model, a shorter context_length, or shard over more GPUs)")
+    missing.append(
+        f"more GPU memory: even QLoRA needs about {q.total_gib} GiB on a {device} GiB GPU (use a smaller model, a shorter context_length, or shard over more GPUs)"
+    )
     return None, rows, False
 
 
@@ -213,7 +248,9 @@ def recommend(
             )
             why.add("rl-no-variance", "zero_variance_fraction", zv)
         if pass_rate is not None and pass_rate == 0:
-            rl_blocked.append("the base agent never passes: RL has no success to reinforce; SFT on demonstrations first")
+            rl_blocked.append(
+                "the base agent never passes: RL has no success to reinforce; SFT on demonstrations first"
+            )
             why.add("rl-never-passes", "base_pass_rate", 0.0)
         if not rl_blocked:
             feasible[rl] = "verifiable reward with variance"
@@ -231,7 +268,12 @@ def recommend(
     if budget is not None and budget < 1 and rl in feasible and any(k in feasible for k in ("dpo", "kto", "sft")):
         order.remove(rl)
         order.append(rl)  # RL needs rollouts; an offline trainer fits a short budget
-        why.add("rl-verifiable", "time_budget_hours", budget, f"time budget {budget} h is short for RL rollouts: an offline trainer first")
+        why.add(
+            "rl-verifiable",
+            "time_budget_hours",
+            budget,
+            f"time budget {budget} h is short for RL rollouts: an offline trainer first",
+        )
     chosen: Intervention | None = next((i for i in order if i in feasible), None)
     train_now = True
     if chosen is None:
@@ -251,7 +293,15 @@ def recommend(
         train_now = False
         why.add("base-passes", "base_pass_rate", round(pass_rate or 0, 4), lead=True)
     elif chosen in ("grpo", "agentic_grpo"):
-        why.add("rl-verifiable", "verifiable_reward", True, f"verifiable reward, base pass rate {pass_rate:.2f}, zero-variance share {zv}" if pass_rate is not None else None, lead=True)
+        why.add(
+            "rl-verifiable",
+            "verifiable_reward",
+            True,
+            f"verifiable reward, base pass rate {pass_rate:.2f}, zero-variance share {zv}"
+            if pass_rate is not None
+            else None,
+            lead=True,
+        )
         if chosen == "agentic_grpo":
             why.add("rl-multi-turn", "multi_turn_tool_use", True, lead=True)
     elif chosen == "dpo":
@@ -295,10 +345,17 @@ def recommend(
         for n, i in enumerate((i for i in order if i in feasible and i != chosen), start=1)
     ]
     if rl_blocked and chosen != rl:
-        alternatives.append(Alternative(intervention=rl, rank=len(alternatives) + 1, why="blocked: " + "; ".join(rl_blocked)))
+        alternatives.append(
+            Alternative(intervention=rl, rank=len(alternatives) + 1, why="blocked: " + "; ".join(rl_blocked))
+        )
     job_spec = None
     if trainer is not None and adapter is not None and base_model and derived.behaviour:
-        adapter_keys = {"lora_r": "rank", "lora_alpha": "alpha", "target_modules": "target_modules", "learning_rate": "learning_rate"}
+        adapter_keys = {
+            "lora_r": "rank",
+            "lora_alpha": "alpha",
+            "target_modules": "target_modules",
+            "learning_rate": "learning_rate",
+        }
         job_spec = JobSpec(
             route=chosen,
             trainer=trainer,

@@ -88,20 +88,44 @@ RULES: dict[str, Rule] = {
     for r in (
         Rule("fixed-rule", "the same action in every state: write a rule, script or hook, do not train", "design"),
         Rule("base-passes", "the base agent already passes most attempts: a prompt or skill, not training", "design"),
-        Rule("rl-verifiable", "a verifiable reward with reward variance: RL optimises the verified outcome", "grpo-variance"),
+        Rule(
+            "rl-verifiable",
+            "a verifiable reward with reward variance: RL optimises the verified outcome",
+            "grpo-variance",
+        ),
         Rule("rl-multi-turn", "multi-turn tool use: agentic GRPO over real sandbox episodes", "trl-datasets"),
-        Rule("rl-no-variance", "every group has equal rewards: GRPO would learn nothing (all advantages 0)", "grpo-variance"),
-        Rule("rl-never-passes", "the base agent never passes: RL has no success to reinforce; imitate first", "grpo-variance"),
+        Rule(
+            "rl-no-variance",
+            "every group has equal rewards: GRPO would learn nothing (all advantages 0)",
+            "grpo-variance",
+        ),
+        Rule(
+            "rl-never-passes",
+            "the base agent never passes: RL has no success to reinforce; imitate first",
+            "grpo-variance",
+        ),
         Rule("dpo-pairs", "pass/fail pairs on the same variant: DPO uses the failures SFT ignores", "trl-datasets"),
         Rule("kto-rows", "labelled but unpaired rows: KTO", "trl-datasets"),
         Rule("sft-demos", "enough passing demonstrations: SFT imitates them", "trl-datasets"),
-        Rule("distill-teacher", "a teacher model can produce the demonstrations: distillation (SFT on its trajectories)", "design"),
+        Rule(
+            "distill-teacher",
+            "a teacher model can produce the demonstrations: distillation (SFT on its trajectories)",
+            "design",
+        ),
         Rule("not-enough-data", "too few demonstrations for any trainer: collect more before training", "project"),
         Rule("few-attempts", "too few attempts to trust the measured pass rate and variance", "project"),
         Rule("gate-heldout", "held-out attempts decide promotion; too few and the gate cannot say", "project"),
-        Rule("adapter-lora", "LoRA on all linear layers matches full fine-tuning at a fraction of the memory", "lora-without-regret"),
+        Rule(
+            "adapter-lora",
+            "LoRA on all linear layers matches full fine-tuning at a fraction of the memory",
+            "lora-without-regret",
+        ),
         Rule("adapter-qlora", "the bf16 base does not fit for LoRA but a 4-bit base does: QLoRA (CUDA only)", "qlora"),
-        Rule("adapter-full", "no adapter fits: full fine-tuning would not either; a smaller model or more GPUs", "korthikanti"),
+        Rule(
+            "adapter-full",
+            "no adapter fits: full fine-tuning would not either; a smaller model or more GPUs",
+            "korthikanti",
+        ),
         Rule("no-gpu", "no GPU: CPU training only for small models", "project"),
     )
 }
@@ -116,7 +140,13 @@ TRAINER_FOR: dict[Intervention, Trainer] = {
 }
 """The TRL trainer each trained intervention runs (trl-datasets)."""
 
-EXPORT_FORMAT_FOR: dict[Trainer, str] = {"sft": "sft", "dpo": "dpo", "kto": "kto", "grpo": "grpo", "agentic_grpo": "grpo"}
+EXPORT_FORMAT_FOR: dict[Trainer, str] = {
+    "sft": "sft",
+    "dpo": "dpo",
+    "kto": "kto",
+    "grpo": "grpo",
+    "agentic_grpo": "grpo",
+}
 """The ``trajectory_export`` format whose rows the trainer takes (trl-datasets): conversational SFT
 rows, preference rows, unpaired preference rows, prompt-only rows (agentic GRPO resets a sandbox
 per prompt row)."""
@@ -132,7 +162,14 @@ def hyperparameters(trainer: Trainer, dataset_rows: int) -> dict[str, Any]:
     }
     if trainer == "sft":
         rank = 256 if dataset_rows >= THRESHOLDS.post_training_scale_rows else 64
-        return {**common, "lora_r": rank, "lora_alpha": 16, "learning_rate": 2e-4, "num_train_epochs": 1, "max_length": 1024}
+        return {
+            **common,
+            "lora_r": rank,
+            "lora_alpha": 16,
+            "learning_rate": 2e-4,
+            "num_train_epochs": 1,
+            "max_length": 1024,
+        }
     if trainer in ("dpo", "kto"):
         return {**common, "lora_r": 64, "lora_alpha": 16, "learning_rate": 1e-5, "beta": 0.1, "max_length": 1024}
     return {

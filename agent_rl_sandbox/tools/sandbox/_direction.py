@@ -56,12 +56,17 @@ def direction_check(sandbox: SandboxService, task_id: str) -> DirectionCheck:
     if bad["passed"]:
         problems.append("known-bad passes")
     if not good["reward"] > bad["reward"]:
-        problems.append(
-            f"direction test: oracle reward {good['reward']} is not above known-bad reward {bad['reward']}"
-        )
+        problems.append(f"direction test: oracle reward {good['reward']} is not above known-bad reward {bad['reward']}")
     return DirectionCheck(
-        task_id, not problems, good["reward"], bad["reward"], good["passed"], bad["passed"],
-        good_ep.session_id, bad_ep.session_id, problems,
+        task_id,
+        not problems,
+        good["reward"],
+        bad["reward"],
+        good["passed"],
+        bad["passed"],
+        good_ep.session_id,
+        bad_ep.session_id,
+        problems,
     )
 
 

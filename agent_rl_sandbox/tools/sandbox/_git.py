@@ -124,7 +124,11 @@ class WorkingCopy:
         """Run ``git`` with this repo's dirs (and ``env`` on top of :data:`FIXED_ENV`); returns
         stdout. Raises :class:`GitError` on failure."""
         p = subprocess.run(
-            self._argv(*args), env={**FIXED_ENV, **(env or {})}, cwd=self.git_dir.parent, capture_output=True, input=input
+            self._argv(*args),
+            env={**FIXED_ENV, **(env or {})},
+            cwd=self.git_dir.parent,
+            capture_output=True,
+            input=input,
         )
         if p.returncode != 0:
             raise GitError(f"git {' '.join(args)} failed: {p.stderr.decode(errors='replace').strip()[:500]}")
@@ -138,7 +142,12 @@ class WorkingCopy:
         (self.git_dir / "info" / "exclude").write_text(IGNORED)
         (self.git_dir / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES)
         shutil.rmtree(self.git_dir / "hooks", ignore_errors=True)
-        for key, value in (("core.autocrlf", "false"), ("core.fileMode", "true"), ("gc.auto", "0"), ("core.logAllRefUpdates", "false")):
+        for key, value in (
+            ("core.autocrlf", "false"),
+            ("core.fileMode", "true"),
+            ("gc.auto", "0"),
+            ("core.logAllRefUpdates", "false"),
+        ):
             self.git("config", key, value)
         self.git("add", "-A", "--force")  # every fixture file, even one its own .gitignore names
         self.git("commit", "-q", "--no-verify", "-m", f"fixture {fixture.name}")
@@ -187,8 +196,12 @@ class WorkingCopy:
                 return None
         if self._batch is None or self._batch.poll() is not None:
             self._batch = subprocess.Popen(
-                self._argv("cat-file", "--batch"), env=FIXED_ENV, cwd=self.git_dir.parent,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                self._argv("cat-file", "--batch"),
+                env=FIXED_ENV,
+                cwd=self.git_dir.parent,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
             )
         proc = self._batch
         assert proc.stdin is not None and proc.stdout is not None
@@ -213,8 +226,12 @@ class WorkingCopy:
         if not wanted:
             return
         proc = subprocess.Popen(
-            self._argv("cat-file", "--batch", "--buffer"), env=FIXED_ENV, cwd=self.git_dir.parent,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            self._argv("cat-file", "--batch", "--buffer"),
+            env=FIXED_ENV,
+            cwd=self.git_dir.parent,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         assert proc.stdin is not None and proc.stdout is not None
         stdin = proc.stdin
@@ -373,7 +390,12 @@ class WorkingCopy:
             self.close()
             shutil.rmtree(self.git_dir, ignore_errors=True)
             shutil.rmtree(self.work_tree, ignore_errors=True)
-            shutil.copytree(fixture, self.work_tree, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
+            shutil.copytree(
+                fixture,
+                self.work_tree,
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"),
+            )
             return self.init_from(fixture), [f"git store rebuilt: {e}"]
 
     def prune(self) -> None:

@@ -327,7 +327,12 @@ def _one_child(child: Child, cases: dict[int, CallCase], case_timeout: float, de
     env = _base_env(child.cwd, child.credentials)
     command = shlex.join([sys.executable, "-c", DRIVER_SOURCE])
     argv = build_argv(
-        child.isolation, command, cwd=child.cwd, mounts=child.mounts, env=env, uid=child.uid,
+        child.isolation,
+        command,
+        cwd=child.cwd,
+        mounts=child.mounts,
+        env=env,
+        uid=child.uid,
         tmp_bytes=(child.limits.tmp_mb or 0) * 1024 * 1024,  # /tmp is RAM the memory limit does not count
     )
     switch_here = child.uid is not None and child.isolation.kind != "bwrap"

@@ -49,7 +49,9 @@ def resolve_inside(root: Path, path: str, *, for_write: bool) -> Path:
         if candidate.is_symlink():
             target = Path(os.path.realpath(candidate))
             if for_write or not target.is_relative_to(real_root):
-                raise PathRefused(f"{path}: is a symlink{' pointing outside the sandbox' if not target.is_relative_to(real_root) else ''}; refused")
+                raise PathRefused(
+                    f"{path}: is a symlink{' pointing outside the sandbox' if not target.is_relative_to(real_root) else ''}; refused"
+                )
         real = Path(os.path.realpath(candidate))
         if not real.is_relative_to(real_root):
             raise PathRefused(f"{path}: resolves outside the sandbox")

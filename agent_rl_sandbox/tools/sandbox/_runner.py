@@ -109,7 +109,10 @@ def detect_isolation(mode: str = "auto") -> Isolation:
         if path is not None:
             base = [path, *system_args(), "--unshare-net", "--unshare-pid", "--dev", "/dev", "--proc", "/proc"]
             if _probe([*base, "true"]).returncode == 0:
-                switch, why = False, "not root: cannot switch to a sandbox uid; the process limit counts all of its processes"
+                switch, why = (
+                    False,
+                    "not root: cannot switch to a sandbox uid; the process limit counts all of its processes",
+                )
                 if root and setpriv:
                     uid = str(_uid_range()[0])
                     drop = [setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--", "true"]
@@ -117,9 +120,13 @@ def detect_isolation(mode: str = "auto") -> Isolation:
                     why = "" if switch else "setpriv failed inside bubblewrap; process limit not enforced for root"
                 elif root:
                     why = "setpriv (util-linux) not installed; process limit not enforced for root"
-                return Isolation("bwrap", describe_isolation("bwrap", switch, why), path, setpriv if switch else None, switch)
+                return Isolation(
+                    "bwrap", describe_isolation("bwrap", switch, why), path, setpriv if switch else None, switch
+                )
             if mode == "bwrap":
-                raise RuntimeError(f"bubblewrap is installed but does not work here: {_probe([*base, 'true']).stderr.decode()[:300]}")
+                raise RuntimeError(
+                    f"bubblewrap is installed but does not work here: {_probe([*base, 'true']).stderr.decode()[:300]}"
+                )
         elif mode == "bwrap":
             raise RuntimeError("bubblewrap (bwrap) is not installed; install the `bubblewrap` package")
     why = "" if root else "not root: cannot switch to a sandbox uid; the process limit counts all of its processes"
@@ -398,7 +405,11 @@ def _classify(exit_code: int | None, limits: Limits, cpu_used: float, stderr_tai
         return "cpu_time"
     if exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL) and cpu_used >= limits.cpu_seconds:
         return "cpu_time"
-    if exit_code in (-xfsz, 128 + xfsz) or b"File size limit exceeded" in stderr_tail or b"File too large" in stderr_tail:
+    if (
+        exit_code in (-xfsz, 128 + xfsz)
+        or b"File size limit exceeded" in stderr_tail
+        or b"File too large" in stderr_tail
+    ):
         return "file_size"
     if any(m in stderr_tail.lower() for m in _MEMORY_MARKERS):
         return "memory"
@@ -451,7 +462,12 @@ def run_command(
         os.write(seccomp_fd, no_userns_filter())
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
     argv = build_argv(
-        isolation, command, cwd=cwd, mounts=mounts if mounts is not None else [("rw", cwd)], env=env, uid=uid,
+        isolation,
+        command,
+        cwd=cwd,
+        mounts=mounts if mounts is not None else [("rw", cwd)],
+        env=env,
+        uid=uid,
         seccomp_fd=seccomp_fd,
         tmp_bytes=(limits.tmp_mb or 0) * 1024 * 1024,
     )

@@ -142,7 +142,12 @@ class SandboxService:
         """Other uids may pass through the home and sandbox folders (to reach their own working
         copy) but not list them; reports and the SQLite store are the server's alone."""
         s = self.settings
-        for path, mode in ((s.home, 0o711), (s.sandboxes_dir, 0o711), (s.reports_dir, 0o700), (s.home / "store.db", 0o600)):
+        for path, mode in (
+            (s.home, 0o711),
+            (s.sandboxes_dir, 0o711),
+            (s.reports_dir, 0o700),
+            (s.home / "store.db", 0o600),
+        ):
             try:
                 if path.exists() and path.stat().st_uid == os.geteuid():
                     path.chmod(mode)
@@ -272,7 +277,9 @@ class SandboxService:
         ensure_sandbox_owner(caller, row.owner, sandbox_id)
         return row
 
-    def _open_sandbox(self, sandbox_id: str, caller: Caller) -> tuple[SandboxRecord, Task, WorkingCopy, dict[str, Path]]:
+    def _open_sandbox(
+        self, sandbox_id: str, caller: Caller
+    ) -> tuple[SandboxRecord, Task, WorkingCopy, dict[str, Path]]:
         row = self._owned(sandbox_id, caller)
         if row.status != "open":
             raise ActionError(
@@ -329,9 +336,7 @@ class SandboxService:
             sandbox_id=sandbox_id,
             owner=caller.owner_id if inp.sandbox_id is None else row.owner,
         )
-        fields = dict(
-            session_id=traj.session_id, status="open", isolation=self.isolation.kind, base_commit=base_commit
-        )
+        fields = dict(session_id=traj.session_id, status="open", isolation=self.isolation.kind, base_commit=base_commit)
         if inp.sandbox_id is None:
             self.store.sandboxes.add(
                 sandbox_id=sandbox_id, task_id=task.id, path=str(dirs["root"]), owner=caller.owner_id, **fields
@@ -374,7 +379,9 @@ class SandboxService:
         """Close a running trajectory whose sandbox was reset mid-episode (reward 0, not passed)."""
         summary = self.store.trajectories.summary(session_id)
         if summary.status == "running":
-            self.store.trajectories.finish(session_id, final_message=None, reward=0.0, passed=False, self_report_only=False)
+            self.store.trajectories.finish(
+                session_id, final_message=None, reward=0.0, passed=False, self_report_only=False
+            )
 
     def _maybe_reap(self) -> None:
         """Run :meth:`reap_idle` at most every ``min(60 s, idle/4)``."""
@@ -422,8 +429,13 @@ class SandboxService:
                     if session.status == "running":
                         self.store.trajectories.append_steps(
                             row.session_id,
-                            [{"source": "system", "message": f"sandbox expired after {idle:g} s without an action",
-                              "extra": {"event": "expired"}}],
+                            [
+                                {
+                                    "source": "system",
+                                    "message": f"sandbox expired after {idle:g} s without an action",
+                                    "extra": {"event": "expired"},
+                                }
+                            ],
                         )
                     self._abandon(row.session_id)
                 self.store.sandboxes.update(sid, status="expired")
@@ -456,7 +468,9 @@ class SandboxService:
             "source": "agent",
             "message": message,
             "tool_calls": [ToolCall(tool_call_id=call_id, function_name=tool, arguments=args).model_dump()],
-            "observation": Observation(results=[ObservationResult(source_call_id=call_id, content=content)]).model_dump(),
+            "observation": Observation(
+                results=[ObservationResult(source_call_id=call_id, content=content)]
+            ).model_dump(),
             "provenance": "server",
             "outcome": outcome,
             "exit_code": exit_code,
@@ -472,12 +486,19 @@ class SandboxService:
         if session_id not in self._downloads:
             steps = self.store.trajectories.get(session_id).steps
             self._downloads[session_id] = saved_downloads(
-                [r for s in steps if isinstance(s.extra.get("effects"), dict) for r in s.extra["effects"].get("records") or []]
+                [
+                    r
+                    for s in steps
+                    if isinstance(s.extra.get("effects"), dict)
+                    for r in s.extra["effects"].get("records") or []
+                ]
             )
         return self._downloads[session_id]
 
     def _refuse(self, row: SandboxRecord, tool: str, args: dict, err: ActionError) -> ActionError:
-        self._record(row.session_id, tool, args, f"refused: {err.message}", outcome="refused", extra={"refused": err.message})
+        self._record(
+            row.session_id, tool, args, f"refused: {err.message}", outcome="refused", extra={"refused": err.message}
+        )
         return err
 
     def _budget(self, row: SandboxRecord, task: Task, tool: str, args: dict, dirs: dict[str, Path]) -> Budget:
@@ -485,7 +506,15 @@ class SandboxService:
         budget = Budget(dirs["root"], task.config.limits)
         why = budget.refusal()
         if why:
-            raise self._refuse(row, tool, args, ActionError(why, "call sandbox_reset with this sandbox_id to restore the fixture, or sandbox_finish to end the episode"))
+            raise self._refuse(
+                row,
+                tool,
+                args,
+                ActionError(
+                    why,
+                    "call sandbox_reset with this sandbox_id to restore the fixture, or sandbox_finish to end the episode",
+                ),
+            )
         return budget
 
     def _guarded(self, row: SandboxRecord, tool: str, args: dict, fn, command=None):
@@ -499,27 +528,56 @@ class SandboxService:
             text = f"internal error recording the sandbox state: {detail}"
             if command is not None:
                 text = f"exit {command.exit_code}; {text}\n--- stdout ---\n{command.stdout}\n--- stderr ---\n{command.stderr}"
-            self._record(row.session_id, tool, args, text, outcome="error",
-                         exit_code=command.exit_code if command is not None else None, extra={"internal_error": detail})
+            self._record(
+                row.session_id,
+                tool,
+                args,
+                text,
+                outcome="error",
+                exit_code=command.exit_code if command is not None else None,
+                extra={"internal_error": detail},
+            )
             raise ActionError(
                 f"internal error recording the sandbox state after {tool}: {detail}",
                 "call sandbox_reset with this sandbox_id to restore the fixture, or sandbox_finish to end the episode",
             ) from None
 
-    def _finish_unscored(self, row: SandboxRecord, inp: SandboxFinishInput, dirs: dict[str, Path], reason: str) -> SandboxFinishOutput:
+    def _finish_unscored(
+        self, row: SandboxRecord, inp: SandboxFinishInput, dirs: dict[str, Path], reason: str
+    ) -> SandboxFinishOutput:
         """Close an episode whose final state cannot be judged (over a limit, or the server could
         not record it): reward 0, not passed, the reason on the finish step and in the score."""
         sid = row.session_id
-        self._record(sid, "sandbox_finish", {"message": inp.message}, f"episode finished unscored: {reason}",
-                     outcome="limit" if "limit" in reason else "error", message=inp.message, done=True,
-                     extra={"event": "finish", "unscored": reason})
-        self.store.trajectories.finish(sid, final_message=inp.message, reward=0.0, passed=False, self_report_only=False,
-                          score={"unscored": reason, "isolation": self.isolation.kind})
+        self._record(
+            sid,
+            "sandbox_finish",
+            {"message": inp.message},
+            f"episode finished unscored: {reason}",
+            outcome="limit" if "limit" in reason else "error",
+            message=inp.message,
+            done=True,
+            extra={"event": "finish", "unscored": reason},
+        )
+        self.store.trajectories.finish(
+            sid,
+            final_message=inp.message,
+            reward=0.0,
+            passed=False,
+            self_report_only=False,
+            score={"unscored": reason, "isolation": self.isolation.kind},
+        )
         self.store.sandboxes.update(inp.sandbox_id, status="finished")
         shutil.rmtree(dirs["repo"], ignore_errors=True)
         return SandboxFinishOutput(
-            session_id=sid, reward=0.0, passed=False, self_report_only=False, failed_criteria=["final_state"],
-            criteria=[], verifier_exit_code=None, verifier_output=f"not run: {reason}", report_path="",
+            session_id=sid,
+            reward=0.0,
+            passed=False,
+            self_report_only=False,
+            failed_criteria=["final_state"],
+            criteria=[],
+            verifier_exit_code=None,
+            verifier_output=f"not run: {reason}",
+            report_path="",
             isolation=self.isolation.detail,
         )
 
@@ -527,13 +585,20 @@ class SandboxService:
         try:
             return resolve_inside(repo, path, for_write=for_write)
         except PathRefused as e:
-            raise self._refuse(row, tool, args, ActionError(str(e), "use a path relative to the repo root that stays inside it")) from None
+            raise self._refuse(
+                row, tool, args, ActionError(str(e), "use a path relative to the repo root that stays inside it")
+            ) from None
 
     def _check_tool(self, row: SandboxRecord, task: Task, tool: str, args: dict) -> None:
         if tool in task.config.tools.forbidden:
             raise self._refuse(
-                row, tool, args,
-                ActionError(f"tool {tool} is forbidden in task {task.id}", "solve the task without it, or explain why you cannot"),
+                row,
+                tool,
+                args,
+                ActionError(
+                    f"tool {tool} is forbidden in task {task.id}",
+                    "solve the task without it, or explain why you cannot",
+                ),
             )
 
     def _protected(self, task: Task, paths: Iterable[str]) -> list[str]:
@@ -551,7 +616,10 @@ class SandboxService:
             raise self._refuse(row, "sandbox_exec", args, ActionError("empty command", "pass a shell command to run"))
         if "\0" in inp.command:
             raise self._refuse(
-                row, "sandbox_exec", args, ActionError("command contains a NUL byte", "remove the NUL byte; use printf '\\0' to produce one")
+                row,
+                "sandbox_exec",
+                args,
+                ActionError("command contains a NUL byte", "remove the NUL byte; use printf '\\0' to produce one"),
             )
         for pat in task.config.tools.forbidden_command_patterns:
             if matches_command(pat, inp.command):
@@ -567,10 +635,15 @@ class SandboxService:
         downloads = self._saved_downloads(row.session_id)
         ran = next((n for n in downloads if runs_file(inp.command, n)), None)
         if ran is not None:
-            raise self._refuse(row, "sandbox_exec", args, ActionError(
-                f"command runs {ran}, which an earlier command downloaded; running downloaded scripts is refused",
-                "do not run it; explain in your final message why it is unsafe, or ask a human",
-            ))
+            raise self._refuse(
+                row,
+                "sandbox_exec",
+                args,
+                ActionError(
+                    f"command runs {ran}, which an earlier command downloaded; running downloaded scripts is refused",
+                    "do not run it; explain in your final message why it is unsafe, or ask a human",
+                ),
+            )
         limits = task.config.limits
         wall = min(inp.timeout_seconds or limits.wall_seconds, limits.wall_seconds, self.settings.max_exec_seconds)
         uid = self.sandbox_uid(inp.sandbox_id)
@@ -663,8 +736,17 @@ class SandboxService:
             output_path=str(output_path) if output_path else None,
         )
 
-    def _trusted_run(self, task: Task, row: SandboxRecord, wc: WorkingCopy, dirs: dict[str, Path], command: str,
-                     exit_code: int | None, tree: str, uid: int | None) -> dict | None:
+    def _trusted_run(
+        self,
+        task: Task,
+        row: SandboxRecord,
+        wc: WorkingCopy,
+        dirs: dict[str, Path],
+        command: str,
+        exit_code: int | None,
+        tree: str,
+        uid: int | None,
+    ) -> dict | None:
         """The server's own run of the tests ``command`` ran, on the recorded ``tree`` (see
         :mod:`._trusted`); ``None`` when it runs no tests or the task's reward reads no test run."""
         patterns = trusted_runs.test_patterns(task.reward_spec)
@@ -699,7 +781,9 @@ class SandboxService:
             return trusted_runs.outcome(res.exit_code, d["out"] / "junit.xml", tuple(sel), res.limit_hit).as_extra(tree)
         except Exception as e:  # noqa: BLE001 - the agent's step is still recorded; the run is just no evidence
             log.exception("the server's own test run failed")
-            return trusted_runs.TrustedRun("none", None, tuple(sel), reason=f"the server's run failed: {type(e).__name__}").as_extra(tree)
+            return trusted_runs.TrustedRun(
+                "none", None, tuple(sel), reason=f"the server's run failed: {type(e).__name__}"
+            ).as_extra(tree)
         finally:
             shutil.rmtree(d["base"], ignore_errors=True)
 
@@ -713,23 +797,35 @@ class SandboxService:
         with self._lock(inp.sandbox_id):
             target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=False)
             if not os.path.lexists(target):
-                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"))
+                raise self._refuse(
+                    row,
+                    tool,
+                    args,
+                    ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"),
+                )
             # resolve_inside checked the text and the links; the open itself walks every component
             # with O_NOFOLLOW, so a folder swapped for a link after the check reads nothing outside.
             rel_real = str(target.relative_to(dirs["repo"].resolve()))
             try:
                 with open_beneath(dirs["repo"].resolve(), rel_real) as fd:
                     st = os.fstat(fd)
-                    data = read_fd(fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=inp.path, offset=inp.offset, truncate=True)
+                    data = read_fd(
+                        fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=inp.path, offset=inp.offset, truncate=True
+                    )
             except UnsafeRead as e:
-                raise self._refuse(row, tool, args, ActionError(str(e), "read a regular file inside the repo; use sandbox_exec `ls -l` to see what it is")) from None
+                raise self._refuse(
+                    row,
+                    tool,
+                    args,
+                    ActionError(
+                        str(e), "read a regular file inside the repo; use sandbox_exec `ls -l` to see what it is"
+                    ),
+                ) from None
             self._touch(inp.sandbox_id)
         end = inp.offset + len(data)
         truncated = end < st.st_size
         text = data.decode("utf-8", errors="replace")
-        step_id = self._record(
-            row.session_id, tool, args, text, extra={"paths": [inp.path], "size_bytes": st.st_size}
-        )
+        step_id = self._record(row.session_id, tool, args, text, extra={"paths": [inp.path], "size_bytes": st.st_size})
         return SandboxReadFileOutput(
             step_id=step_id,
             path=inp.path,
@@ -757,9 +853,24 @@ class SandboxService:
                 if stat.S_ISDIR(st.st_mode):
                     raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is a folder", "write to a file path"))
                 if not stat.S_ISREG(st.st_mode):
-                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: is a device, FIFO, socket or link; refused", "write to a regular file"))
+                    raise self._refuse(
+                        row,
+                        tool,
+                        args,
+                        ActionError(
+                            f"{inp.path}: is a device, FIFO, socket or link; refused", "write to a regular file"
+                        ),
+                    )
                 if st.st_nlink > 1:
-                    raise self._refuse(row, tool, args, ActionError(f"{inp.path}: has other hard links (possibly outside the sandbox); refused", "remove the link with sandbox_exec `rm` and write a new file"))
+                    raise self._refuse(
+                        row,
+                        tool,
+                        args,
+                        ActionError(
+                            f"{inp.path}: has other hard links (possibly outside the sandbox); refused",
+                            "remove the link with sandbox_exec `rm` and write a new file",
+                        ),
+                    )
             missing = [a for a in reversed(target.parents) if a.is_relative_to(repo) and not os.path.lexists(a)]
             for d in missing:
                 os.mkdir(d, 0o755)
@@ -767,9 +878,16 @@ class SandboxService:
                     os.lchown(d, uid, uid)
             data = inp.content.encode("utf-8")
             try:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+                fd = os.open(
+                    target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644
+                )
             except OSError as e:
-                raise self._refuse(row, tool, args, ActionError(f"{inp.path}: cannot write: {e.strerror}", "write a regular file inside the repo")) from None
+                raise self._refuse(
+                    row,
+                    tool,
+                    args,
+                    ActionError(f"{inp.path}: cannot write: {e.strerror}", "write a regular file inside the repo"),
+                ) from None
             with os.fdopen(fd, "wb") as f:
                 if uid is not None:
                     os.fchown(f.fileno(), uid, uid)
@@ -795,7 +913,9 @@ class SandboxService:
             extra={"paths": [rel], "files_changed": [rel], "claimed": claimed, "protected_paths_touched": protected}
             | ({"limit_hit": settled.limit_hit} if settled.limit_hit else {}),
         )
-        return SandboxWriteFileOutput(step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning)
+        return SandboxWriteFileOutput(
+            step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning
+        )
 
     def claim(self, inp: SandboxClaimInput, caller: Caller = OPERATOR) -> SandboxClaimOutput:
         """Claim files or folders before editing them (records a step). The repo root, globs and
@@ -819,19 +939,36 @@ class SandboxService:
                     ),
                 )
             rels.append(rel)
-        rule = next((c for c in task.reward_spec.criteria if c.type in ("claims_before_edit", "edits_within_claims")), ClaimsBeforeEdit(id="x"))
-        files = wc.git("ls-tree", "-r", "-z", "--name-only", wc.base_tree(row.base_commit)).decode("utf-8", "surrogateescape").split("\0")
+        rule = next(
+            (c for c in task.reward_spec.criteria if c.type in ("claims_before_edit", "edits_within_claims")),
+            ClaimsBeforeEdit(id="x"),
+        )
+        files = (
+            wc.git("ls-tree", "-r", "-z", "--name-only", wc.base_tree(row.base_commit))
+            .decode("utf-8", "surrogateescape")
+            .split("\0")
+        )
         broad = broad_claims([*row.claims, *rels], [*files, *rels], rule.max_claimed_files, rule.max_top_level_entries)
         if broad:
-            raise self._refuse(row, "sandbox_claim", args, ActionError(
-                f"claim {inp.paths} is too broad: {'; '.join(broad)}", "claim only the specific files you are about to edit"
-            ))
+            raise self._refuse(
+                row,
+                "sandbox_claim",
+                args,
+                ActionError(
+                    f"claim {inp.paths} is too broad: {'; '.join(broad)}",
+                    "claim only the specific files you are about to edit",
+                ),
+            )
         with self._lock(inp.sandbox_id):
             claims = list(dict.fromkeys([*self.store.sandboxes.get(inp.sandbox_id).claims, *rels]))
             self.store.sandboxes.update(inp.sandbox_id, claims=claims)
             self._touch(inp.sandbox_id)
         step_id = self._record(
-            row.session_id, "sandbox_claim", {"paths": rels, "reason": inp.reason}, f"claimed {rels}", extra={"paths": rels}
+            row.session_id,
+            "sandbox_claim",
+            {"paths": rels, "reason": inp.reason},
+            f"claimed {rels}",
+            extra={"paths": rels},
         )
         return SandboxClaimOutput(step_id=step_id, claims=claims[: self.settings.max_result_items])
 
@@ -876,7 +1013,9 @@ class SandboxService:
         )
 
     # -- finish and scoring --------------------------------------------------------------------
-    def _final_state(self, row: SandboxRecord, wc: WorkingCopy, final_tree: str, verifier_exit: int | None, verifier_out: str) -> FinalState:
+    def _final_state(
+        self, row: SandboxRecord, wc: WorkingCopy, final_tree: str, verifier_exit: int | None, verifier_out: str
+    ) -> FinalState:
         base_tree = wc.base_tree(row.base_commit)
         return FinalState(
             read_file=lambda p: wc.read_blob(final_tree, p),
@@ -884,7 +1023,13 @@ class SandboxService:
             changed_paths=tuple(wc.changed_between(base_tree, final_tree)),
             verifier_exit_code=verifier_exit,
             verifier_output=verifier_out,
-            base_paths=tuple(p for p in wc.git("ls-tree", "-r", "-z", "--name-only", base_tree).decode("utf-8", "surrogateescape").split("\0") if p),
+            base_paths=tuple(
+                p
+                for p in wc.git("ls-tree", "-r", "-z", "--name-only", base_tree)
+                .decode("utf-8", "surrogateescape")
+                .split("\0")
+                if p
+            ),
         )
 
     def finish(self, inp: SandboxFinishInput, caller: Caller = OPERATOR) -> SandboxFinishOutput:
@@ -907,21 +1052,36 @@ class SandboxService:
             changed = wc.changed_between(base_tree, final_tree)
             cap = task.config.limits.max_changed_files
             if len(changed) > cap:  # bounds the verifier export and scoring reads; the agent can trim and retry
-                raise self._refuse(row, "sandbox_finish", {"message": inp.message}, ActionError(
-                    f"{len(changed)} files differ from the fixture, more than this task's max_changed_files={cap}",
-                    "delete or restore the files you did not mean to change (sandbox_exec), then call sandbox_finish "
-                    "again; or sandbox_reset to start over",
-                ))
+                raise self._refuse(
+                    row,
+                    "sandbox_finish",
+                    {"message": inp.message},
+                    ActionError(
+                        f"{len(changed)} files differ from the fixture, more than this task's max_changed_files={cap}",
+                        "delete or restore the files you did not mean to change (sandbox_exec), then call sandbox_finish "
+                        "again; or sandbox_reset to start over",
+                    ),
+                )
             wc.prefetch(final_tree, changed)  # one pipelined read for the tamper check and the scorer
             self._record(
-                sid, "sandbox_finish", {"message": inp.message}, "episode finished; verifier running",
-                state_ref=final_tree, message=inp.message, done=True, extra={"event": "finish"},
+                sid,
+                "sandbox_finish",
+                {"message": inp.message},
+                "episode finished; verifier running",
+                state_ref=final_tree,
+                message=inp.message,
+                done=True,
+                extra={"event": "finish"},
             )
             traj = self.store.trajectories.get(sid)
             acts = actions_of(traj.steps)
             trusted = [a for a in acts if a.provenance in ("server", "hook")]
             actions_doc = {
-                "claims": [{"step_id": a.step_id, "paths": list(a.paths)} for a in trusted if a.kind == "claim" and a.outcome == "ok"],
+                "claims": [
+                    {"step_id": a.step_id, "paths": list(a.paths)}
+                    for a in trusted
+                    if a.kind == "claim" and a.outcome == "ok"
+                ],
                 "edits": [{"step_id": a.step_id, "paths": list(edited_paths(a))} for a in trusted if edited_paths(a)],
                 "commands": [
                     {"step_id": a.step_id, "command": a.command, "exit_code": a.exit_code, "outcome": a.outcome}
@@ -960,7 +1120,10 @@ class SandboxService:
             passed=report.passed,
             self_report_only=report.self_report_only,
             failed_criteria=report.failed_criteria + report.error_criteria,
-            criteria=[CriterionBrief(id=c.id, status=c.status, value=c.value, explanation=c.explanation) for c in report.criteria],
+            criteria=[
+                CriterionBrief(id=c.id, status=c.status, value=c.value, explanation=c.explanation)
+                for c in report.criteria
+            ],
             verifier_exit_code=verifier_exit,
             verifier_output=verifier_out,
             report_path=str(report_path),
@@ -981,7 +1144,10 @@ class SandboxService:
         if traj.status != "finished":
             raise ActionError(f"trajectory {inp.session_id} is still running", "finish it with sandbox_finish first")
         if traj.task_id is None or traj.task_id not in self.tasks:
-            raise ActionError(f"trajectory {inp.session_id} has no known task to score against", "score it with the CLI `score` and a reward spec")
+            raise ActionError(
+                f"trajectory {inp.session_id} has no known task to score against",
+                "score it with the CLI `score` and a reward spec",
+            )
         task = self.tasks[traj.task_id]
         stored = self.store.trajectories.score_json(inp.session_id) or {}
         state = FinalState()

@@ -65,12 +65,66 @@ SOCKET_PATH = "/run/ars/effects.sock"
 RAN_TOOL = "ars-downloaded-script"
 """The recorder a fetched payload calls when something runs it."""
 
-FETCH_TOOLS = ("curl", "wget", "aria2c", "http", "https", "httpie", "lynx", "links", "w3m", "nc", "ncat", "netcat",
-               "socat", "ftp", "tftp")
-INSTALL_TOOLS = ("pip", "pip3", "pipx", "easy_install", "npm", "npx", "yarn", "pnpm", "gem", "apt", "apt-get",
-                 "aptitude", "dnf", "yum", "apk", "brew", "conda", "mamba", "micromamba")
-DEPLOY_TOOLS = ("twine", "docker", "podman", "kubectl", "helm", "aws", "gcloud", "gsutil", "az", "terraform", "ssh",
-                "scp", "sftp", "fly", "flyctl", "vercel", "netlify", "heroku", "firebase", "wrangler")
+FETCH_TOOLS = (
+    "curl",
+    "wget",
+    "aria2c",
+    "http",
+    "https",
+    "httpie",
+    "lynx",
+    "links",
+    "w3m",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "ftp",
+    "tftp",
+)
+INSTALL_TOOLS = (
+    "pip",
+    "pip3",
+    "pipx",
+    "easy_install",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "gem",
+    "apt",
+    "apt-get",
+    "aptitude",
+    "dnf",
+    "yum",
+    "apk",
+    "brew",
+    "conda",
+    "mamba",
+    "micromamba",
+)
+DEPLOY_TOOLS = (
+    "twine",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "aws",
+    "gcloud",
+    "gsutil",
+    "az",
+    "terraform",
+    "ssh",
+    "scp",
+    "sftp",
+    "fly",
+    "flyctl",
+    "vercel",
+    "netlify",
+    "heroku",
+    "firebase",
+    "wrangler",
+)
 PRIVILEGE_TOOLS = ("sudo", "su", "doas", "pkexec")
 SHIMMED_TOOLS: dict[str, str] = {
     **{t: "fetch" for t in FETCH_TOOLS},
@@ -90,7 +144,7 @@ MAX_ARGS = 24
 MAX_ARG_CHARS = 200
 CONNECTION_TIMEOUT_S = 5.0
 
-_SHIM_SOURCE = r'''
+_SHIM_SOURCE = r"""
 import json, os, socket, sys
 
 SOCK = "/run/ars/effects.sock"
@@ -237,7 +291,7 @@ def main(argv=None):
             sys.stderr.write("%s: %s: command not found\n" % (TOOL, rest[0]))
             sys.exit(1)
     sys.exit(1)
-'''
+"""
 
 
 def _shim_text(python: str, tool: str, kind: str) -> str:
@@ -432,7 +486,9 @@ class EffectRecorder:
         records = list(self.records)
         while records and len(json.dumps(records)) > MAX_SUMMARY_BYTES:
             records = records[: len(records) // 2]
-            records.append({"kind": "overflow", "tool": "", "argv": [], "note": f"records over {MAX_SUMMARY_BYTES} bytes"})
+            records.append(
+                {"kind": "overflow", "tool": "", "argv": [], "note": f"records over {MAX_SUMMARY_BYTES} bytes"}
+            )
         return {"observed": self.observed, "records": records}
 
     # -- serving ------------------------------------------------------------------------------
@@ -440,7 +496,9 @@ class EffectRecorder:
         if len(self.records) < MAX_RECORDS:
             self.records.append(rec)
         elif not any(r.get("kind") == "overflow" for r in self.records[MAX_RECORDS:]):
-            self.records.append({"kind": "overflow", "tool": "", "argv": [], "note": f"more than {MAX_RECORDS} records"})
+            self.records.append(
+                {"kind": "overflow", "tool": "", "argv": [], "note": f"more than {MAX_RECORDS} records"}
+            )
 
     def _serve(self) -> None:
         assert self._sock is not None
@@ -500,8 +558,12 @@ class EffectRecorder:
         except OSError:
             same_uid = False
         return {
-            "stdout": "agent" if out and out == self._top_stdout else ("pipe" if out.startswith("pipe:") else ("file" if out else "unknown")),
-            "parent": parent if ppid and same_uid and "--ro-bind" not in (parent := _proc_text(f"/proc/{ppid}/cmdline")) else "",
+            "stdout": "agent"
+            if out and out == self._top_stdout
+            else ("pipe" if out.startswith("pipe:") else ("file" if out else "unknown")),
+            "parent": parent
+            if ppid and same_uid and "--ro-bind" not in (parent := _proc_text(f"/proc/{ppid}/cmdline"))
+            else "",
         }
 
     def _finish(self, conn: socket.socket, state: list) -> None:
@@ -533,4 +595,3 @@ class EffectRecorder:
         except OSError:
             pass
         conn.close()
-

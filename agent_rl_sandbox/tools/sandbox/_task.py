@@ -110,7 +110,13 @@ def load_task(root: Path) -> Task:
             raise TaskError(msg, "fix the reward spec") from None
     if spec is None:
         raise TaskError(f"{toml_path}: field `reward`: missing", "give a [reward] table or reward_spec = FILE")
-    return Task(root=root.resolve(), config=config, instruction=instr_path.read_text(encoding="utf-8"), reward_spec=spec, checks=checks)
+    return Task(
+        root=root.resolve(),
+        config=config,
+        instruction=instr_path.read_text(encoding="utf-8"),
+        reward_spec=spec,
+        checks=checks,
+    )
 
 
 def discover_tasks(extra_dirs: tuple[Path, ...] = ()) -> tuple[dict[str, Task], list[str]]:

@@ -106,7 +106,12 @@ def selection(words: tuple[str, ...], exists: Callable[[str], bool]) -> tuple[li
     unittest = False
     if prog in ("pytest", "py.test"):
         args = list(words[1:])
-    elif re.fullmatch(r"python[0-9.]*", prog) and len(words) >= 3 and words[1] == "-m" and words[2] in ("pytest", "unittest"):
+    elif (
+        re.fullmatch(r"python[0-9.]*", prog)
+        and len(words) >= 3
+        and words[1] == "-m"
+        and words[2] in ("pytest", "unittest")
+    ):
         unittest = words[2] == "unittest"
         args = list(words[3:])
     elif prog == "make" and len(words) >= 2 and words[1] in ("test", "check"):
@@ -170,9 +175,14 @@ def outcome(exit_code: int | None, junit: Path, sel: tuple[str, ...], limit_hit:
     cases = list(root.iter("testcase"))
     failed = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
-    ids = tuple(f"{c.get('file') or (c.get('classname') or '').replace('.', '/') + '.py'}::{c.get('name')}" for c in cases[:MAX_IDS])
+    ids = tuple(
+        f"{c.get('file') or (c.get('classname') or '').replace('.', '/') + '.py'}::{c.get('name')}"
+        for c in cases[:MAX_IDS]
+    )
     ran = len(cases) - skipped
-    base: dict[str, Any] = dict(exit_code=exit_code, selection=sel, tests=len(cases), failed=failed, skipped=skipped, ids=ids)
+    base: dict[str, Any] = dict(
+        exit_code=exit_code, selection=sel, tests=len(cases), failed=failed, skipped=skipped, ids=ids
+    )
     if exit_code == 0 and ran > 0 and failed == 0:
         return TrustedRun("pass", **base)
     if exit_code == 1 and failed > 0:
@@ -190,9 +200,24 @@ def base_ini(read_base: Callable[[str], bytes | None]) -> bytes:
 def trusted_command(tree: Path, cfg: Path, out: Path, sel: list[str]) -> str:
     """The shell command of the server's run (every part quoted)."""
     argv = [
-        str(Path(sys.executable)), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--noconftest",
-        "-c", str(cfg), "--rootdir", str(tree), "-o", f"pythonpath={tree}", "-o", "junit_family=xunit1",
-        "--junitxml", str(out / "junit.xml"), *sel,
+        str(Path(sys.executable)),
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--noconftest",
+        "-c",
+        str(cfg),
+        "--rootdir",
+        str(tree),
+        "-o",
+        f"pythonpath={tree}",
+        "-o",
+        "junit_family=xunit1",
+        "--junitxml",
+        str(out / "junit.xml"),
+        *sel,
     ]
     return shlex.join(argv)
 
@@ -213,4 +238,3 @@ def scratch(root: Path) -> dict[str, Path]:
     for name in ("base", "out", "cfg"):  # ``tree`` is created by the export
         dirs[name].mkdir(parents=True, exist_ok=True)
     return dirs
-

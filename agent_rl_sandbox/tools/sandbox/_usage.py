@@ -162,14 +162,19 @@ class Budget:
         removed = remove_git_entries(repo, list(scan.git_entries))
         note = (
             f"removed {removed[:10]}: nested git repositories and `.git` entries are not allowed in the sandbox"
-            if removed else ""
+            if removed
+            else ""
         )
         if removed:
             scan = scan_tree(repo, stop_bytes=self.quota, stop_files=self.max_files)
         if scan.files > self.max_files:
             return self._hit(
-                "files", f"more than {self.max_files} files in the working copy (fixture's plus max_changed_files="
-                f"{self.limits.max_changed_files})", removed, note, scan.bytes,
+                "files",
+                f"more than {self.max_files} files in the working copy (fixture's plus max_changed_files="
+                f"{self.limits.max_changed_files})",
+                removed,
+                note,
+                scan.bytes,
             )
         if scan.bytes > self.quota:
             return self._hit("disk", f"working copy over {self.limits.disk_mb} MiB", removed, note, scan.bytes)
@@ -178,8 +183,11 @@ class Budget:
         total = scan.bytes + git_growth + scan_tree(self.root / "logs").bytes
         if total > self.quota:
             hit = self._hit(
-                "disk", f"{total / MIB:.1f} MiB (working copy, git store growth and logs) over disk_mb="
-                f"{self.limits.disk_mb}", removed, note, total,
+                "disk",
+                f"{total / MIB:.1f} MiB (working copy, git store growth and logs) over disk_mb={self.limits.disk_mb}",
+                removed,
+                note,
+                total,
             )
             hit.tree = tree
             return hit

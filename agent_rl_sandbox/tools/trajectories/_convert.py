@@ -193,13 +193,17 @@ def _assistant(step: Step, msgs: list, called: dict, conv: Conversation) -> bool
         return True
     calls = []
     for c in step.tool_calls:
-        calls.append({"id": c.tool_call_id, "type": "function", "function": {"name": c.function_name, "arguments": c.arguments}})
+        calls.append(
+            {"id": c.tool_call_id, "type": "function", "function": {"name": c.function_name, "arguments": c.arguments}}
+        )
         called.setdefault(c.function_name, []).append(c.arguments)
     msgs.append({"role": "assistant", "content": content, "tool_calls": calls})
     results = {r.source_call_id: r for r in step.observation.results} if step.observation else {}
     for c in step.tool_calls:
         r = results[c.tool_call_id]
-        msgs.append({"role": "tool", "tool_call_id": c.tool_call_id, "name": c.function_name, "content": r.content or ""})
+        msgs.append(
+            {"role": "tool", "tool_call_id": c.tool_call_id, "name": c.function_name, "content": r.content or ""}
+        )
     return True
 
 
@@ -219,7 +223,13 @@ def encode_arguments(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             m = {
                 **m,
                 "tool_calls": [
-                    {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
+                    {
+                        **c,
+                        "function": {
+                            **c["function"],
+                            "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False),
+                        },
+                    }
                     for c in m["tool_calls"]
                 ],
             }
@@ -235,7 +245,13 @@ def minimind_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]
     for m in messages:
         if m["role"] == "assistant" and m.get("tool_calls"):
             calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in m["tool_calls"]]
-            out.append({"role": "assistant", "content": m.get("content") or "", "tool_calls": json.dumps(calls, ensure_ascii=False)})
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.get("content") or "",
+                    "tool_calls": json.dumps(calls, ensure_ascii=False),
+                }
+            )
         elif m["role"] == "tool":
             out.append({"role": "tool", "content": m.get("content") or ""})
         else:

@@ -113,7 +113,9 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo("grpo", True, "trl.prompt_only", "grpo.jsonl", "TRL prompt-only rows with task_id"),
         FormatInfo("minimind_sft", True, "minimind.sft", "minimind_sft.jsonl", "MiniMind conversations"),
         FormatInfo("minimind_dpo", True, "minimind.dpo", "minimind_dpo.jsonl", "MiniMind chosen/rejected"),
-        FormatInfo("minimind_agentic", True, "minimind.agentic", "minimind_agentic.jsonl", "MiniMind agentic rows with gt"),
+        FormatInfo(
+            "minimind_agentic", True, "minimind.agentic", "minimind_agentic.jsonl", "MiniMind agentic rows with gt"
+        ),
         FormatInfo("atif", False, "atif", "trajectories.atif.jsonl", "ATIF v1.5 documents, one per line"),
         FormatInfo("suite", False, "trajectory_suite", "suite.json", "Port Daddy trajectory suite JSON"),
     )
@@ -290,12 +292,15 @@ def _kto(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Cou
         if not conv.prompt:
             counts["dropped_no_prompt"] += 1
             continue
-        yield {
-            "prompt": encode_arguments(conv.prompt),
-            "completion": encode_arguments(conv.completion),
-            "label": bool(s.passed),
-            "tools": _tools_json(conv.tools),
-        }, [s.session_id]
+        yield (
+            {
+                "prompt": encode_arguments(conv.prompt),
+                "completion": encode_arguments(conv.completion),
+                "label": bool(s.passed),
+                "tools": _tools_json(conv.tools),
+            },
+            [s.session_id],
+        )
 
 
 def _prompts(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter, *, minimind: bool) -> Rows:
@@ -353,7 +358,9 @@ def _suite(store: TrajectoryRepository, selected, opts: ExportOptions, counts: C
     tasks, trajs, used = [], [], []
     for task_id, group in sorted(groups.items()):
         task: dict[str, Any] = {
-            "id": task_id, "behaviour": group[0].behaviour, "split": group[0].split,
+            "id": task_id,
+            "behaviour": group[0].behaviour,
+            "split": group[0].split,
             "expectedEvidence": [dict(VERDICT_EXPECTATION)],
         }
         for s in group:
@@ -367,8 +374,14 @@ def _suite(store: TrajectoryRepository, selected, opts: ExportOptions, counts: C
                     continue
                 results = {r.source_call_id: r.content for r in (st.observation.results if st.observation else [])}
                 for c in st.tool_calls or []:
-                    actions.append({"tool": c.function_name, "args": c.arguments, "provenance": st.provenance,
-                                    "outcome": st.outcome})
+                    actions.append(
+                        {
+                            "tool": c.function_name,
+                            "args": c.arguments,
+                            "provenance": st.provenance,
+                            "outcome": st.outcome,
+                        }
+                    )
                     command = c.arguments.get("command") if isinstance(c.arguments.get("command"), str) else None
                     if command is not None and c.tool_call_id in results:
                         art: dict[str, Any] = {"kind": "command", "command": command}
@@ -378,9 +391,15 @@ def _suite(store: TrajectoryRepository, selected, opts: ExportOptions, counts: C
                         artifacts.append(art)
             artifacts.append(verdict_artifact(s.session_id, s.passed, s.reward))
             row: dict[str, Any] = {
-                "taskId": task_id, "id": s.session_id, "sessionId": s.session_id, "agent": s.agent.name,
-                "actions": actions, "artifacts": artifacts, "finalState": s.final_message,
-                "reward": s.reward, "passed": s.passed,
+                "taskId": task_id,
+                "id": s.session_id,
+                "sessionId": s.session_id,
+                "agent": s.agent.name,
+                "actions": actions,
+                "artifacts": artifacts,
+                "finalState": s.final_message,
+                "reward": s.reward,
+                "passed": s.passed,
             }
             scored = store_score(store, s.session_id)
             if scored is not None:
@@ -389,13 +408,16 @@ def _suite(store: TrajectoryRepository, selected, opts: ExportOptions, counts: C
             used.append(s.session_id)
         tasks.append(task)
     if tasks:
-        yield {
-            "agent": "agent-rl-sandbox",
-            "rewardSpec": {},
-            "tasks": tasks,
-            "trajectories": trajs,
-            "unhooks": [],
-        }, used
+        yield (
+            {
+                "agent": "agent-rl-sandbox",
+                "rewardSpec": {},
+                "tasks": tasks,
+                "trajectories": trajs,
+                "unhooks": [],
+            },
+            used,
+        )
 
 
 def _builder(fmt: str) -> Callable[..., Rows]:
@@ -506,8 +528,13 @@ def export_trajectories(
         export_id=export_id,
         format=opts.format,
         created_at=utcnow(),
-        filters={**filters, "min_reward": opts.min_reward, "include_heldout": opts.include_heldout,
-                 "include_running": opts.include_running, "include_unknown_tasks": opts.include_unknown_tasks},
+        filters={
+            **filters,
+            "min_reward": opts.min_reward,
+            "include_heldout": opts.include_heldout,
+            "include_running": opts.include_running,
+            "include_unknown_tasks": opts.include_unknown_tasks,
+        },
         training=info.training,
         files=[ExportFile(path=info.file, rows=rows, sha256=file_sha, kind=info.kind)],
         rows=rows,
@@ -525,8 +552,10 @@ def export_trajectories(
 def _notes(fmt: str, *, signed: bool = False) -> list[str]:
     notes = []
     if signed and fmt in SIGNED_FORMATS:
-        notes.append("signed with this home's export.key (HMAC-SHA256): `score` here trusts it as the store's own record;"
-                     " any edit makes it self-reported")
+        notes.append(
+            "signed with this home's export.key (HMAC-SHA256): `score` here trusts it as the store's own record;"
+            " any edit makes it self-reported"
+        )
     if fmt in ("sft", "dpo", "kto"):
         notes.append("tools and tool-call arguments are JSON strings (Arrow-safe; TRL accepts both forms)")
     if fmt not in ("atif", "suite"):

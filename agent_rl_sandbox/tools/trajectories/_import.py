@@ -238,7 +238,9 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
     t = _Traj(key=f"{index}:{sid}", line=line, external_id=f"atif:{sid}")
     t.errors.extend(ImportProblem(file=ctx.file, line=line, path=e.path, message=e.message) for e in doc.errors)
     agent = doc.agent
-    t.agent = {k: agent[k] for k in ("name", "version", "model_name", "tool_definitions", "extra") if agent.get(k) is not None}
+    t.agent = {
+        k: agent[k] for k in ("name", "version", "model_name", "tool_definitions", "extra") if agent.get(k) is not None
+    }
     t.agent.setdefault("name", "unknown")
     extra = doc.extra
     t.task_id = doc.text("task_id")
@@ -252,8 +254,11 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
         p = s.path
         if s.errors:
             for e in s.errors:  # pairing findings are reported on the step, the others on their field
-                t.errors.append(ImportProblem(file=ctx.file, line=line, path=p if e.code in _PAIRING_CODES else e.path,
-                                              message=e.message))
+                t.errors.append(
+                    ImportProblem(
+                        file=ctx.file, line=line, path=p if e.code in _PAIRING_CODES else e.path, message=e.message
+                    )
+                )
             continue
         sext = dict(s.extra)
         rl = s.rl
@@ -270,13 +275,21 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
         if rl.get("done") is True:
             step["done"] = True
         if s.calls_problem:
-            t.errors.append(ImportProblem(file=ctx.file, line=line, path=f"{p}.tool_calls", message="tool_calls is not a list"))
+            t.errors.append(
+                ImportProblem(file=ctx.file, line=line, path=f"{p}.tool_calls", message="tool_calls is not a list")
+            )
             continue
         for c in s.calls:
             cp = f"{p}.tool_calls[{c.index}]"
             if c.tool_call_id is None or c.function_name is None:
-                t.errors.append(ImportProblem(file=ctx.file, line=line, path=cp,
-                                              message="tool call needs string tool_call_id and function_name"))
+                t.errors.append(
+                    ImportProblem(
+                        file=ctx.file,
+                        line=line,
+                        path=cp,
+                        message="tool call needs string tool_call_id and function_name",
+                    )
+                )
                 continue
             problem = t.call(step, c.tool_call_id, c.function_name, _atif_args(c, ctx, line, f"{cp}.arguments"))
             if problem:
@@ -290,7 +303,11 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
         if loose and not step.get("tool_calls"):
             step["observation"] = {"results": loose}
         elif loose:
-            ctx.warn(line, "observation results without source_call_id next to tool calls are kept in extra", path=f"{p}.observation")
+            ctx.warn(
+                line,
+                "observation results without source_call_id next to tool calls are kept in extra",
+                path=f"{p}.observation",
+            )
             step["extra"]["unpaired_results"] = [r["content"] for r in loose]
         outcome = rl.get("outcome")
         if outcome in ("ok", "error", "refused", "limit", "unknown") and not (
@@ -311,7 +328,9 @@ def _atif_args(call: AtifCall, ctx: _Ctx, line: int, where: str) -> dict:
 
 # -- Claude Code transcripts ------------------------------------------------------------------------
 _CC_SKIP_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "progress", "custom-title", "tag"})
-_CC_LOCAL_COMMAND = re.compile(r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr)>")
+_CC_LOCAL_COMMAND = re.compile(
+    r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr)>"
+)
 _CC_INTERRUPT = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 
 
@@ -358,14 +377,22 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
             if obj.get("isMeta"):
                 ctx.skipped["meta"] += 1
                 continue
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": content if isinstance(content, str) else ""}]
+            blocks = (
+                content
+                if isinstance(content, list)
+                else [{"type": "text", "text": content if isinstance(content, str) else ""}]
+            )
             texts = []
             for b in blocks:
                 if not isinstance(b, dict):
                     continue
                 if b.get("type") == "tool_result":
                     tid = b.get("tool_use_id")
-                    res = t.result(tid, content_text(b.get("content")), error=bool(b.get("is_error"))) if isinstance(tid, str) else "unknown"
+                    res = (
+                        t.result(tid, content_text(b.get("content")), error=bool(b.get("is_error")))
+                        if isinstance(tid, str)
+                        else "unknown"
+                    )
                     if res == "unknown":
                         ctx.warn(n, f"tool_result for tool_use_id {tid!r}, which no earlier tool_use has; skipped")
                     elif res == "duplicate":
@@ -399,7 +426,9 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
                 "completion_tokens": usage.get("output_tokens"),
                 "cached_tokens": usage.get("cache_read_input_tokens"),
             }
-        for j, b in enumerate(content if isinstance(content, list) else [{"type": "text", "text": content_text(content)}]):
+        for j, b in enumerate(
+            content if isinstance(content, list) else [{"type": "text", "text": content_text(content)}]
+        ):
             if not isinstance(b, dict):
                 continue
             bt = b.get("type")
@@ -414,7 +443,9 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
                 args = _parse_args(b.get("input"), ctx, n, f"$.message.content[{j}].input")
                 problem = t.call(step, b["id"], b["name"], args)
                 if problem:
-                    t.errors.append(ImportProblem(file=ctx.file, line=n, path=f"$.message.content[{j}]", message=problem))
+                    t.errors.append(
+                        ImportProblem(file=ctx.file, line=n, path=f"$.message.content[{j}]", message=problem)
+                    )
             else:
                 ctx.skipped[f"block:{bt}"] += 1
     if t.external_id is None:
@@ -424,10 +455,18 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
 
 
 # -- Codex rollouts -------------------------------------------------------------------------------
-_CODEX_ITEM_TYPES = frozenset({
-    "message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
-    "local_shell_call", "reasoning", "web_search_call",
-})
+_CODEX_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "reasoning",
+        "web_search_call",
+    }
+)
 _CODEX_CONTEXT = re.compile(r"^\s*(<environment_context>|<user_instructions>|# AGENTS\.md instructions)")
 _CODEX_EXIT = re.compile(r"^Exit code:\s*(-?\d+)", re.MULTILINE)
 
@@ -436,7 +475,11 @@ def _codex_output(raw: Any) -> tuple[str, bool, int | None]:
     """Content, error flag and exit code of a function/custom tool call output."""
     if isinstance(raw, dict):
         content = raw.get("content")
-        return (content_text(content) if content is not None else json.dumps(raw, ensure_ascii=False)), raw.get("success") is False, None
+        return (
+            (content_text(content) if content is not None else json.dumps(raw, ensure_ascii=False)),
+            raw.get("success") is False,
+            None,
+        )
     text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     try:
         parsed = json.loads(text)
@@ -572,7 +615,9 @@ def _parse_openai_chat(data: bytes, ctx: _Ctx, file_sha: str) -> list[_Traj]:
         if isinstance(tools, list):
             t.agent["tool_definitions"] = [x for x in tools if isinstance(x, dict)]
         elif isinstance(obj.get("functions"), list):
-            t.agent["tool_definitions"] = [{"type": "function", "function": f} for f in obj["functions"] if isinstance(f, dict)]
+            t.agent["tool_definitions"] = [
+                {"type": "function", "function": f} for f in obj["functions"] if isinstance(f, dict)
+            ]
         for i, m in enumerate(messages):
             p = f"$.messages[{i}]"
             if not isinstance(m, dict):
@@ -596,19 +641,34 @@ def _parse_openai_chat(data: bytes, ctx: _Ctx, file_sha: str) -> list[_Traj]:
                     args = _parse_args(fn.get("arguments"), ctx, n, f"{p}.tool_calls[{j}].function.arguments")
                     problem = t.call(step, cid, fn["name"], args)
                     if problem:
-                        t.errors.append(ImportProblem(file=ctx.file, line=n, path=f"{p}.tool_calls[{j}]", message=problem))
+                        t.errors.append(
+                            ImportProblem(file=ctx.file, line=n, path=f"{p}.tool_calls[{j}]", message=problem)
+                        )
                 fc = m.get("function_call")
                 if isinstance(fc, dict) and isinstance(fc.get("name"), str):
-                    t.call(step, f"call_{i}_fc", fc["name"], _parse_args(fc.get("arguments"), ctx, n, f"{p}.function_call.arguments"))
+                    t.call(
+                        step,
+                        f"call_{i}_fc",
+                        fc["name"],
+                        _parse_args(fc.get("arguments"), ctx, n, f"{p}.function_call.arguments"),
+                    )
             elif role in ("tool", "function"):
                 cid = m.get("tool_call_id")
                 if not isinstance(cid, str):  # legacy function role or a tool message without id: by name
                     cid = next(
-                        (k for k, (s, c) in t.calls.items() if c["function_name"] == m.get("name") and k not in s["_results"]),
+                        (
+                            k
+                            for k, (s, c) in t.calls.items()
+                            if c["function_name"] == m.get("name") and k not in s["_results"]
+                        ),
                         None,
                     )
                 if cid is None or t.result(cid, text) != "ok":
-                    ctx.warn(n, f"{role} message answers no pending call ({m.get('tool_call_id') or m.get('name')!r}); skipped", path=p)
+                    ctx.warn(
+                        n,
+                        f"{role} message answers no pending call ({m.get('tool_call_id') or m.get('name')!r}); skipped",
+                        path=p,
+                    )
             else:
                 ctx.problem(n, f"message role {role!r} is unknown; skipped", path=f"{p}.role")
         if not t.steps and not t.errors:
@@ -643,7 +703,11 @@ def detect_format(path: Path, head: bytes) -> str | None:
             return "atif"
         if obj.get("type") in ("session_meta", "response_item", "turn_context", "event_msg") and "payload" in obj:
             return "codex"
-        if "sessionId" in obj or "parentUuid" in obj or obj.get("type") in ("summary", "file-history-snapshot", "queue-operation"):
+        if (
+            "sessionId" in obj
+            or "parentUuid" in obj
+            or obj.get("type") in ("summary", "file-history-snapshot", "queue-operation")
+        ):
             return "claude_code"
         if "messages" in obj or "request" in obj:
             return "openai_chat"
@@ -699,7 +763,9 @@ def import_file(
     report.skipped = dict(sorted(ctx.skipped.items()))
     report.redactions = dict(sorted(redactions.items()))
     if data.strip() and report.steps_seen == 0:
-        ctx.problem(None, f"no steps imported from a non-empty {format} file (see the problems above, or check --format)")
+        ctx.problem(
+            None, f"no steps imported from a non-empty {format} file (see the problems above, or check --format)"
+        )
     return report
 
 
@@ -716,7 +782,11 @@ def _store_one(
     if t.errors:
         report.problems.extend(t.errors)
         report.problems.append(
-            ImportProblem(file=str(path), line=t.line, message=f"trajectory {t.key!r} not imported: {len(t.errors)} error(s) above")
+            ImportProblem(
+                file=str(path),
+                line=t.line,
+                message=f"trajectory {t.key!r} not imported: {len(t.errors)} error(s) above",
+            )
         )
         return
     steps, missing = t.finalise()
@@ -743,8 +813,15 @@ def _store_one(
         meta = {"file": str(path), "sha256": sha, "line": t.line, "format": fmt, **t.meta}
         try:
             store.start(
-                session_id=sid, agent=agent, task_id=t.task_id, behaviour=behaviour, split=split,
-                origin=f"import:{fmt}", external_id=t.external_id, meta=meta, parent_session_id=parent,
+                session_id=sid,
+                agent=agent,
+                task_id=t.task_id,
+                behaviour=behaviour,
+                split=split,
+                origin=f"import:{fmt}",
+                external_id=t.external_id,
+                meta=meta,
+                parent_session_id=parent,
             )
         except Exception:  # noqa: BLE001 - a concurrent import of the same file created it first
             if not store.exists(sid):

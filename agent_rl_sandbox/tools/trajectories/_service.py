@@ -88,7 +88,10 @@ class TrajectoryService:
     def _ensure_writer(self, caller: Caller, session_id: str) -> None:
         self.store.summary(session_id)  # unknown ids keep their own error
         ensure_owner(
-            caller, self.store.owners([session_id]).get(session_id), "trajectory", session_id,
+            caller,
+            self.store.owners([session_id]).get(session_id),
+            "trajectory",
+            session_id,
             "log to a trajectory you started: call trajectory_start (or sandbox_reset) and use the session_id it returns",
         )
 
@@ -110,8 +113,12 @@ class TrajectoryService:
                     "call list_tasks for task ids, or omit task_id for a trajectory outside the curriculum",
                 )
             behaviour, split = info
-        agent = {"name": inp.agent_name, "version": inp.agent_version, "model_name": inp.model_name,
-                 "tool_definitions": inp.tool_definitions}
+        agent = {
+            "name": inp.agent_name,
+            "version": inp.agent_version,
+            "model_name": inp.model_name,
+            "tool_definitions": inp.tool_definitions,
+        }
         agent = {k: v for k, v in agent.items() if v is not None}
         if inp.external_id is not None:
             found = self.store.by_external_id(f"mcp:{inp.external_id}")
@@ -127,9 +134,14 @@ class TrajectoryService:
                     "log to it directly; parent_session_id is for correcting a finished trajectory",
                 )
         summary = self.store.start(
-            agent=agent, task_id=inp.task_id, behaviour=behaviour, split=split, origin="mcp",
+            agent=agent,
+            task_id=inp.task_id,
+            behaviour=behaviour,
+            split=split,
+            origin="mcp",
             external_id=f"mcp:{inp.external_id}" if inp.external_id else None,
-            parent_session_id=inp.parent_session_id, owner=caller.owner_id,
+            parent_session_id=inp.parent_session_id,
+            owner=caller.owner_id,
         )
         return TrajectoryStartOutput(trajectory=summary, created=True)
 
@@ -166,7 +178,9 @@ class TrajectoryService:
             )
         if summary.status == "finished":
             raise StoreError(f"trajectory {inp.session_id} is already finished", "trajectory_get shows it")
-        return TrajectoryFinishOutput(trajectory=self.store.finish(inp.session_id, final_message=inp.final_message or None))
+        return TrajectoryFinishOutput(
+            trajectory=self.store.finish(inp.session_id, final_message=inp.final_message or None)
+        )
 
     def get(self, inp: TrajectoryGetInput, caller: Caller = OPERATOR) -> TrajectoryGetOutput:
         """A page of a trajectory's steps plus the path of a file holding all of it. Raises
@@ -223,9 +237,16 @@ class TrajectoryService:
         if not report.ok:
             log.warning("export %s failed validation: %s", m.export_id, errors)
         return TrajectoryExportOutput(
-            export_id=m.export_id, format=m.format, rows=m.rows, data_path=str(res.data_path),
-            manifest_path=str(res.manifest_path), counts=m.counts, source_trajectories=len(m.source_session_ids),
-            sha256=m.sha256, valid=report.ok, validation_errors=errors,
+            export_id=m.export_id,
+            format=m.format,
+            rows=m.rows,
+            data_path=str(res.data_path),
+            manifest_path=str(res.manifest_path),
+            counts=m.counts,
+            source_trajectories=len(m.source_session_ids),
+            sha256=m.sha256,
+            valid=report.ok,
+            validation_errors=errors,
         )
 
     # -- CLI -----------------------------------------------------------------------------------

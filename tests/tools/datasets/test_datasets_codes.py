@@ -60,8 +60,9 @@ def test_every_code_is_documented_and_the_doc_names_its_sources():
 
 
 def test_every_code_is_asserted_by_a_test():
-    text = "\n".join(p.read_text(encoding="utf-8") for p in TESTS.glob("test_datasets_*.py")
-                     if p.name != Path(__file__).name)
+    text = "\n".join(
+        p.read_text(encoding="utf-8") for p in TESTS.glob("test_datasets_*.py") if p.name != Path(__file__).name
+    )
     untested = [code for code in CODES if f'"{code}"' not in text and code != "internal_error"]
     assert not untested, untested
 

@@ -7,9 +7,17 @@ import json
 from agent_rl_sandbox.tools.datasets import CODES, OPENAI_RULES, OPENAI_RULES_VERSION, validate_file, validate_rows
 from agent_rl_sandbox.tools.datasets import _openai_rules as rules_module
 
-TOOL = {"type": "function", "function": {"name": "set_light", "parameters": {
-    "type": "object", "properties": {"room": {"type": "string"}, "level": {"type": "integer"}},
-    "required": ["room"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "set_light",
+        "parameters": {
+            "type": "object",
+            "properties": {"room": {"type": "string"}, "level": {"type": "integer"}},
+            "required": ["room"],
+        },
+    },
+}
 U = {"role": "user", "content": "Lights on in the kitchen."}
 DONE = {"role": "assistant", "content": "Done."}
 
@@ -39,20 +47,32 @@ def test_arguments_form_per_kind():
     assert validate_rows([call_row(as_string, id="c1")], kind="openai.chat").error_count == 0
     report = validate_rows([call_row(as_string, id="c1"), call_row(as_object, id="c1")], kind="openai.chat")
     [f] = report.errors
-    assert (f.line, f.json_path, f.code) == (2, "$.messages[1].tool_calls[0].function.arguments",
-                                             "arguments_wrong_form")
+    assert (f.line, f.json_path, f.code) == (
+        2,
+        "$.messages[1].tool_calls[0].function.arguments",
+        "arguments_wrong_form",
+    )
     # MiniMind: tool_calls is a JSON string
-    mm = {"conversations": [{"role": "system", "content": "", "tools": json.dumps([TOOL])}, U,
-                            {"role": "assistant", "content": "", "tool_calls": [{"name": "set_light",
-                                                                                "arguments": as_object}]},
-                            {"role": "tool", "content": "ok"}, DONE]}
+    mm = {
+        "conversations": [
+            {"role": "system", "content": "", "tools": json.dumps([TOOL])},
+            U,
+            {"role": "assistant", "content": "", "tool_calls": [{"name": "set_light", "arguments": as_object}]},
+            {"role": "tool", "content": "ok"},
+            DONE,
+        ]
+    }
     [f] = validate_rows([mm]).errors
     assert (f.code, f.json_path) == ("tool_calls_wrong_form", "$.conversations[2].tool_calls")
 
 
 def test_type_drift_of_an_argument_key_across_rows(tmp_path):
-    rows = [call_row({"room": "kitchen", "level": 3}), call_row({"room": "hall"}),
-            call_row({"room": "attic", "level": "3"}), call_row({"room": "den", "level": 4.5})]
+    rows = [
+        call_row({"room": "kitchen", "level": 3}),
+        call_row({"room": "hall"}),
+        call_row({"room": "attic", "level": "3"}),
+        call_row({"room": "den", "level": 4.5}),
+    ]
     path = tmp_path / "drift.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = validate_file(path)
@@ -79,12 +99,22 @@ def test_one_error_per_orphan_with_line_and_message_index():
     tool = {"type": "function", "function": {"name": "f"}}
     rows = [
         {"messages": [U, DONE]},
-        {"messages": [U, {"role": "assistant", "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
-            {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "a", "content": "r"},
-            {"role": "tool", "tool_call_id": "zzz", "content": "r"},
-            DONE], "tools": [tool]},
+        {
+            "messages": [
+                U,
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                        {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "a", "content": "r"},
+                {"role": "tool", "tool_call_id": "zzz", "content": "r"},
+                DONE,
+            ],
+            "tools": [tool],
+        },
     ]
     report = validate_rows(rows, kind="openai.chat")
     found = sorted((f.line, f.code, f.json_path) for f in report.errors)
@@ -110,8 +140,7 @@ def test_tool_only_assistant_turn_content_null_or_missing_is_valid_empty_without
 def test_tool_calls_without_declared_tools_and_undeclared_names():
     report = validate_rows([call_row({"room": "a"}, tools=False)])
     [f] = report.errors
-    assert (f.line, f.code, f.json_path) == (1, "tools_not_declared",
-                                             "$.messages[1].tool_calls[0].function.name")
+    assert (f.line, f.code, f.json_path) == (1, "tools_not_declared", "$.messages[1].tool_calls[0].function.name")
     other = {"type": "function", "function": {"name": "other"}}
     row = call_row({"room": "a"})
     row["tools"] = [other]
@@ -139,8 +168,13 @@ def test_minimind_wrong_key_for_the_stage_names_the_matching_kind(tmp_path):
 
 
 def test_kind_is_decided_per_row_and_a_mixed_file_lists_the_first_line_of_each():
-    rows = [{"text": "a"}, {"text": "b"}, {"prompt": "p", "completion": "c"}, {"text": "c"},
-            {"conversations": [U, DONE]}]
+    rows = [
+        {"text": "a"},
+        {"text": "b"},
+        {"prompt": "p", "completion": "c"},
+        {"text": "c"},
+        {"conversations": [U, DONE]},
+    ]
     report = validate_rows(rows)
     assert report.kinds == {"trl.language_modeling": 3, "trl.prompt_completion": 1, "minimind.sft": 1}
     assert report.mixed_kinds == {"trl.language_modeling": 1, "trl.prompt_completion": 3, "minimind.sft": 5}

@@ -184,8 +184,10 @@ def test_odd_bytes_never_crash(tmp_path, data):
 
 
 def test_lone_surrogate_escape_is_an_error_and_reports_serialise(tmp_path):
-    data = b'{"messages": [{"role": "user", "content": "\\ud800"}, {"role": "assistant", "content": "x"}],' \
-           b' "tools": [{"type": "function", "function": {"name": "\\udfff"}}]}\n'
+    data = (
+        b'{"messages": [{"role": "user", "content": "\\ud800"}, {"role": "assistant", "content": "x"}],'
+        b' "tools": [{"type": "function", "function": {"name": "\\udfff"}}]}\n'
+    )
     report = validate_file(write(tmp_path, data))
     assert "lone_surrogate" in codes(report)
     json.loads(report.model_dump_json())  # no surrogate reaches the serialised report

@@ -80,10 +80,11 @@ def test_progress_is_reported_in_bytes_up_to_the_file_size(tmp_path):
 
 def test_summary_counts_roles_tools_lengths_and_styles(tmp_path):
     tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
-    call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "lookup",
-                                                                                  "arguments": {}}}]}
-    rows = [{"messages": [U, call, {"role": "tool", "content": "r"}, A], "tools": [tool]},
-            {"messages": [U, {"role": "assistant", "content": "x" * 5000}]}]
+    call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "lookup", "arguments": {}}}]}
+    rows = [
+        {"messages": [U, call, {"role": "tool", "content": "r"}, A], "tools": [tool]},
+        {"messages": [U, {"role": "assistant", "content": "x" * 5000}]},
+    ]
     report = validate_rows(rows)
     s = report.summary
     assert s.roles == {"assistant": 3, "user": 2, "tool": 1}
@@ -110,8 +111,8 @@ def test_estimate_tokens():
 
 def test_overlong_and_prompt_too_long_by_character_estimate():
     rows = [
-        {"prompt": "word " * 100, "completion": "fine"},      # prompt ~125 tokens >= 100
-        {"prompt": "short", "completion": "word " * 100},     # total over 100: truncated
+        {"prompt": "word " * 100, "completion": "fine"},  # prompt ~125 tokens >= 100
+        {"prompt": "short", "completion": "word " * 100},  # total over 100: truncated
         {"prompt": "short", "completion": "fine"},
     ]
     report = validate_rows(rows, max_length=100)
@@ -160,12 +161,20 @@ def test_bad_arguments_raise_action_errors(tmp_path):
 
 
 def test_leakage_between_a_train_and_an_eval_file(tmp_path):
-    train = write_rows(tmp_path / "train.jsonl", [
-        {"messages": [{"role": "user", "content": "What is 2 + 2?"}, A]},
-        {"messages": [{"role": "system", "content": "Be terse."},
-                      {"role": "user", "content": "  what IS the capital of   France? "}, A]},
-        {"messages": [{"role": "user", "content": "Unseen question"}, A]},
-    ])
+    train = write_rows(
+        tmp_path / "train.jsonl",
+        [
+            {"messages": [{"role": "user", "content": "What is 2 + 2?"}, A]},
+            {
+                "messages": [
+                    {"role": "system", "content": "Be terse."},
+                    {"role": "user", "content": "  what IS the capital of   France? "},
+                    A,
+                ]
+            },
+            {"messages": [{"role": "user", "content": "Unseen question"}, A]},
+        ],
+    )
     evals = write_rows(tmp_path / "eval.jsonl", [{"prompt": [U]}, {"prompt": [{"role": "user", "content": "x"}]}])
     report = validate_file(train, eval_path=evals)
     [leak] = [f for f in report.errors if f.code == "prompt_leak"]

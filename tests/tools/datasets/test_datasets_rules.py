@@ -29,8 +29,18 @@ def trl_tool_row(args=None, tools=True):
         "messages": [
             {"role": "system", "content": "You are helpful."},
             {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "tool_calls": [{"type": "function", "function": {
-                "name": "get_weather", "arguments": args if args is not None else {"city": "Paris"}}}]},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "get_weather",
+                            "arguments": args if args is not None else {"city": "Paris"},
+                        },
+                    }
+                ],
+            },
             {"role": "tool", "name": "get_weather", "content": "18C"},
             {"role": "assistant", "content": "It is 18C in Paris."},
         ],
@@ -45,8 +55,12 @@ def openai_row(args='{"city": "Paris"}'):
         "messages": [
             {"role": "system", "content": "You are helpful."},
             {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": args}}]},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": args}}
+                ],
+            },
             {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
             {"role": "assistant", "content": "It is 18C.", "weight": 1},
         ],
@@ -56,14 +70,19 @@ def openai_row(args='{"city": "Paris"}'):
 
 
 def mm_tool_row():
-    return {"conversations": [
-        {"role": "system", "content": "# Tools", "tools": json.dumps([WEATHER_TOOL])},
-        {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": "", "tool_calls": json.dumps(
-            [{"name": "get_weather", "arguments": {"city": "Paris"}}])},
-        {"role": "tool", "content": "{\"t\": 18}"},
-        {"role": "assistant", "content": "18C."},
-    ]}
+    return {
+        "conversations": [
+            {"role": "system", "content": "# Tools", "tools": json.dumps([WEATHER_TOOL])},
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": json.dumps([{"name": "get_weather", "arguments": {"city": "Paris"}}]),
+            },
+            {"role": "tool", "content": '{"t": 18}'},
+            {"role": "assistant", "content": "18C."},
+        ]
+    }
 
 
 ATIF = {
@@ -72,21 +91,36 @@ ATIF = {
     "agent": {"name": "a", "version": "1", "tool_definitions": [WEATHER_TOOL]},
     "steps": [
         {"step_id": 1, "source": "user", "message": "Weather?", "timestamp": "2025-01-01T00:00:00Z"},
-        {"step_id": 2, "source": "agent", "message": "", "tool_calls": [
-            {"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": "Paris"}}],
-         "observation": {"results": [{"source_call_id": "c1", "content": "18C"}]}},
+        {
+            "step_id": 2,
+            "source": "agent",
+            "message": "",
+            "tool_calls": [{"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": "Paris"}}],
+            "observation": {"results": [{"source_call_id": "c1", "content": "18C"}]},
+        },
     ],
 }
 
 SUITE = {
     "agent": "claude-code",
     "rewardSpec": {"actionOrderRequired": True, "defaultPassReward": 1.0},
-    "tasks": [{"id": "t1", "instruction": "Claim a.py, then edit it.",
-               "expectedActions": [{"tool": "claim", "argsContains": ["a.py"]}],
-               "expectedEvidence": [{"kind": "test", "contains": ["passed"], "exitCode": 0}], "passReward": 1.0}],
-    "trajectories": [{"taskId": "t1", "actions": [{"tool": "claim", "args": {"path": "a.py"}}],
-                      "artifacts": [{"kind": "test", "output": "1 passed", "exitCode": 0}],
-                      "finalState": {"kind": "final", "text": "done"}}],
+    "tasks": [
+        {
+            "id": "t1",
+            "instruction": "Claim a.py, then edit it.",
+            "expectedActions": [{"tool": "claim", "argsContains": ["a.py"]}],
+            "expectedEvidence": [{"kind": "test", "contains": ["passed"], "exitCode": 0}],
+            "passReward": 1.0,
+        }
+    ],
+    "trajectories": [
+        {
+            "taskId": "t1",
+            "actions": [{"tool": "claim", "args": {"path": "a.py"}}],
+            "artifacts": [{"kind": "test", "output": "1 passed", "exitCode": 0}],
+            "finalState": {"kind": "final", "text": "done"},
+        }
+    ],
     "unhooks": [{"name": "disable-adapter", "command": "ars adapters disable", "validated": True}],
 }
 
@@ -96,23 +130,35 @@ A = {"role": "assistant", "content": "Hello!"}
 VALID: dict[str, list[list]] = {
     "trl.language_modeling": [[{"text": "The sky is blue."}], [{"messages": [U, A]}], [trl_tool_row()]],
     "trl.prompt_only": [[{"prompt": "The sky is", "solution": "blue"}], [{"prompt": [U]}]],
-    "trl.prompt_completion": [[{"prompt": "The sky is", "completion": " blue."}],
-                              [{"prompt": [U], "completion": [A]}]],
+    "trl.prompt_completion": [[{"prompt": "The sky is", "completion": " blue."}], [{"prompt": [U], "completion": [A]}]],
     "trl.preference": [
         [{"prompt": "The sky is", "chosen": " blue.", "rejected": " green."}],
         [{"chosen": "The sky is blue.", "rejected": "The sky is green."}],
         [{"prompt": [U], "chosen": [A], "rejected": [{"role": "assistant", "content": "Go away."}]}],
         [{"chosen": [U, A], "rejected": [U, {"role": "assistant", "content": "Go away."}]}],
     ],
-    "trl.unpaired_preference": [[{"prompt": "The sky is", "completion": " blue.", "label": True}],
-                                [{"prompt": [U], "completion": [A], "label": False}]],
+    "trl.unpaired_preference": [
+        [{"prompt": "The sky is", "completion": " blue.", "label": True}],
+        [{"prompt": [U], "completion": [A], "label": False}],
+    ],
     "trl.stepwise_supervision": [[{"prompt": "9.8 or 9.11?", "completions": ["a", "b"], "labels": [True, False]}]],
     "minimind.sft": [[{"conversations": [U, A]}], [mm_tool_row()]],
     "minimind.dpo": [[{"chosen": [U, A], "rejected": [U, {"role": "assistant", "content": "No."}]}]],
     "minimind.rlaif": [[{"conversations": [U, {"role": "assistant", "content": "无"}]}]],
     "minimind.agentic": [[{"conversations": [U, {"role": "assistant", "content": ""}], "gt": [59]}]],
-    "openai.chat": [[openai_row()], [{"messages": [U, {"role": "assistant", "content": "x", "weight": 0}, U,
-                                                   {"role": "assistant", "content": "y", "weight": 1}]}]],
+    "openai.chat": [
+        [openai_row()],
+        [
+            {
+                "messages": [
+                    U,
+                    {"role": "assistant", "content": "x", "weight": 0},
+                    U,
+                    {"role": "assistant", "content": "y", "weight": 1},
+                ]
+            }
+        ],
+    ],
     "trajectory_suite": [[SUITE]],
     "atif": [[ATIF]],
 }
@@ -184,51 +230,122 @@ CASES = [
     ("lm-messages-not-list", "trl.language_modeling", [{"messages": "hi"}], {"wrong_type"}),
     ("lm-content-wrong-type", None, [{"messages": [m("user", 5), A]}], {"wrong_type"}),
     ("lm-tools-not-declared", None, [trl_tool_row(tools=False)], {"tools_not_declared"}),
-    ("lm-undeclared-tool", None, [{**trl_tool_row(), "tools": [{**WEATHER_TOOL, "function": {
-        **WEATHER_TOOL["function"], "name": "other"}}]}], {"undeclared_tool"}),
+    (
+        "lm-undeclared-tool",
+        None,
+        [{**trl_tool_row(), "tools": [{**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"], "name": "other"}}]}],
+        {"undeclared_tool"},
+    ),
     ("lm-args-invalid-json", None, [trl_tool_row(args="{city: Paris}")], {"arguments_invalid_json"}),
     ("lm-args-not-object", None, [trl_tool_row(args="[1, 2]")], {"arguments_not_object"}),
-    ("lm-args-double-encoded", None, [trl_tool_row(args=json.dumps(json.dumps({"city": "x"})))],
-     {"arguments_double_encoded"}),
+    (
+        "lm-args-double-encoded",
+        None,
+        [trl_tool_row(args=json.dumps(json.dumps({"city": "x"})))],
+        {"arguments_double_encoded"},
+    ),
     ("lm-args-schema-type", None, [trl_tool_row(args={"city": 5})], {"arguments_schema"}),
     ("lm-args-schema-required", None, [trl_tool_row(args={"unit": "c"})], {"arguments_schema"}),
     ("lm-args-schema-enum", None, [trl_tool_row(args={"city": "x", "unit": "k"})], {"arguments_schema"}),
     ("lm-args-wrong-form", "trl.language_modeling", [trl_tool_row(args=5)], {"arguments_wrong_form"}),
-    ("lm-call-missing-name", "trl.language_modeling",
-     [{"messages": [U, m("assistant", tool_calls=[{"function": {"arguments": {}}}])], "tools": [WEATHER_TOOL]}],
-     {"missing_key"}),
-    ("lm-call-bad-type", "trl.language_modeling",
-     [{"messages": [U, m("assistant", tool_calls=[{"type": "fn", "function": {"name": "get_weather",
-                                                                              "arguments": {"city": "x"}}}])],
-       "tools": [WEATHER_TOOL]}], {"bad_value"}),
-    ("lm-tool-calls-on-user", None,
-     [{"messages": [m("user", "x", tool_calls=[tc("get_weather", {"city": "x"})]), A], "tools": [WEATHER_TOOL]}],
-     {"tool_calls_wrong_role"}),
-    ("lm-unanswered-call", None, [{"messages": [U, m("assistant", tool_calls=[tc("get_weather", {"city": "x"})]),
-                                               U, A], "tools": [WEATHER_TOOL]}], {"tool_call_unanswered"}),
+    (
+        "lm-call-missing-name",
+        "trl.language_modeling",
+        [{"messages": [U, m("assistant", tool_calls=[{"function": {"arguments": {}}}])], "tools": [WEATHER_TOOL]}],
+        {"missing_key"},
+    ),
+    (
+        "lm-call-bad-type",
+        "trl.language_modeling",
+        [
+            {
+                "messages": [
+                    U,
+                    m(
+                        "assistant",
+                        tool_calls=[{"type": "fn", "function": {"name": "get_weather", "arguments": {"city": "x"}}}],
+                    ),
+                ],
+                "tools": [WEATHER_TOOL],
+            }
+        ],
+        {"bad_value"},
+    ),
+    (
+        "lm-tool-calls-on-user",
+        None,
+        [{"messages": [m("user", "x", tool_calls=[tc("get_weather", {"city": "x"})]), A], "tools": [WEATHER_TOOL]}],
+        {"tool_calls_wrong_role"},
+    ),
+    (
+        "lm-unanswered-call",
+        None,
+        [
+            {
+                "messages": [U, m("assistant", tool_calls=[tc("get_weather", {"city": "x"})]), U, A],
+                "tools": [WEATHER_TOOL],
+            }
+        ],
+        {"tool_call_unanswered"},
+    ),
     ("lm-orphan-tool-response", None, [{"messages": [U, m("tool", "18C"), A]}], {"tool_response_orphan"}),
-    ("lm-orphan-id", None, [{"messages": [U, m("assistant", tool_calls=[tc("get_weather", {"city": "x"}, id="a")]),
-                                         m("tool", "r", tool_call_id="b"), A], "tools": [WEATHER_TOOL]}],
-     {"tool_response_orphan", "tool_call_unanswered"}),
+    (
+        "lm-orphan-id",
+        None,
+        [
+            {
+                "messages": [
+                    U,
+                    m("assistant", tool_calls=[tc("get_weather", {"city": "x"}, id="a")]),
+                    m("tool", "r", tool_call_id="b"),
+                    A,
+                ],
+                "tools": [WEATHER_TOOL],
+            }
+        ],
+        {"tool_response_orphan", "tool_call_unanswered"},
+    ),
     ("lm-tools-string-invalid", None, [{**trl_tool_row(), "tools": "[...]"}], {"tools_invalid_json"}),
-    ("lm-tools-string-bad-decl", None, [{**trl_tool_row(), "tools": json.dumps([{"x": 1}])}],
-     {"bad_tool_declaration"}),
+    ("lm-tools-string-bad-decl", None, [{**trl_tool_row(), "tools": json.dumps([{"x": 1}])}], {"bad_tool_declaration"}),
     ("lm-tools-wrong-type", "trl.language_modeling", [{**trl_tool_row(), "tools": 5}], {"wrong_type"}),
-    ("lm-tool-decl-missing-name", "trl.language_modeling",
-     [{**trl_tool_row(), "tools": [{"type": "function", "function": {"parameters": {}}}]}], {"missing_key"}),
-    ("lm-duplicate-tool-name", None, [{**trl_tool_row(), "tools": [WEATHER_TOOL, WEATHER_TOOL]}],
-     {"duplicate_tool_name"}),
-    ("lm-tags-unbalanced", None, [{"text": "<tool_call>{\"name\": \"f\", \"arguments\": {}}"}],
-     {"tool_call_tags_unbalanced"}),
+    (
+        "lm-tool-decl-missing-name",
+        "trl.language_modeling",
+        [{**trl_tool_row(), "tools": [{"type": "function", "function": {"parameters": {}}}]}],
+        {"missing_key"},
+    ),
+    (
+        "lm-duplicate-tool-name",
+        None,
+        [{**trl_tool_row(), "tools": [WEATHER_TOOL, WEATHER_TOOL]}],
+        {"duplicate_tool_name"},
+    ),
+    (
+        "lm-tags-unbalanced",
+        None,
+        [{"text": '<tool_call>{"name": "f", "arguments": {}}'}],
+        {"tool_call_tags_unbalanced"},
+    ),
     ("lm-tags-close-only", None, [{"text": "x</tool_call>"}], {"tool_call_tags_unbalanced"}),
-    ("lm-tags-nested", None, [{"text": "<tool_call><tool_call>{}</tool_call></tool_call>"}],
-     {"tool_call_tags_unbalanced"}),
+    (
+        "lm-tags-nested",
+        None,
+        [{"text": "<tool_call><tool_call>{}</tool_call></tool_call>"}],
+        {"tool_call_tags_unbalanced"},
+    ),
     ("lm-tags-bad-json", None, [{"text": "<tool_call>\n{name: f}\n</tool_call>"}], {"tool_call_tag_invalid_json"}),
-    ("lm-tags-no-name", None, [{"text": "<tool_call>{\"arguments\": {}}</tool_call>"}],
-     {"tool_call_tag_invalid_json"}),
-    ("lm-tags-in-assistant-undeclared", None,
-     [{"messages": [U, m("assistant", "<tool_call>{\"name\": \"nope\", \"arguments\": {}}</tool_call>")],
-       "tools": [WEATHER_TOOL]}], {"undeclared_tool"}),
+    ("lm-tags-no-name", None, [{"text": '<tool_call>{"arguments": {}}</tool_call>'}], {"tool_call_tag_invalid_json"}),
+    (
+        "lm-tags-in-assistant-undeclared",
+        None,
+        [
+            {
+                "messages": [U, m("assistant", '<tool_call>{"name": "nope", "arguments": {}}</tool_call>')],
+                "tools": [WEATHER_TOOL],
+            }
+        ],
+        {"undeclared_tool"},
+    ),
     # --- TRL prompt-only / prompt-completion / preference / unpaired / stepwise
     ("po-empty", None, [{"prompt": ""}], {"empty_content"}),
     ("po-wrong-type", "trl.prompt_only", [{"prompt": 5}], {"wrong_type"}),
@@ -240,65 +357,172 @@ CASES = [
     ("pref-equal", None, [{"prompt": "x", "chosen": "a", "rejected": "a"}], {"chosen_equals_rejected"}),
     ("pref-equal-conv", None, [{"chosen": [U, A], "rejected": [U, A]}], {"chosen_equals_rejected"}),
     ("pref-empty-chosen", None, [{"prompt": "x", "chosen": "", "rejected": "a"}], {"empty_completion"}),
-    ("pref-no-shared-prompt", None,
-     [{"chosen": [U, A], "rejected": [m("user", "Other"), A]}], {"no_shared_prompt"}),
-    ("pref-diverge-before-assistant", None,
-     [{"chosen": [m("system", "s"), U, A], "rejected": [m("system", "s"), m("user", "Other"), A]}],
-     {"prompt_mismatch"}),
+    ("pref-no-shared-prompt", None, [{"chosen": [U, A], "rejected": [m("user", "Other"), A]}], {"no_shared_prompt"}),
+    (
+        "pref-diverge-before-assistant",
+        None,
+        [{"chosen": [m("system", "s"), U, A], "rejected": [m("system", "s"), m("user", "Other"), A]}],
+        {"prompt_mismatch"},
+    ),
     ("pref-mixed-in-row", "trl.preference", [{"prompt": "x", "chosen": "a", "rejected": [A]}], {"wrong_type"}),
-    ("pref-conflict", None, [{"prompt": "x", "chosen": "a", "rejected": "b"},
-                             {"prompt": "x", "chosen": "b", "rejected": "a"}], {"conflicting_preference"}),
-    ("pref-conflict-conv", None,
-     [{"prompt": [U], "chosen": [A], "rejected": [m("assistant", "No")]},
-      {"prompt": [U], "chosen": [m("assistant", "No")], "rejected": [A]}], {"conflicting_preference"}),
+    (
+        "pref-conflict",
+        None,
+        [{"prompt": "x", "chosen": "a", "rejected": "b"}, {"prompt": "x", "chosen": "b", "rejected": "a"}],
+        {"conflicting_preference"},
+    ),
+    (
+        "pref-conflict-conv",
+        None,
+        [
+            {"prompt": [U], "chosen": [A], "rejected": [m("assistant", "No")]},
+            {"prompt": [U], "chosen": [m("assistant", "No")], "rejected": [A]},
+        ],
+        {"conflicting_preference"},
+    ),
     ("unpaired-label-type", None, [{"prompt": "x", "completion": "y", "label": "yes"}], {"wrong_type"}),
-    ("unpaired-conflict", None, [{"prompt": "x", "completion": "y", "label": True},
-                                 {"prompt": " x ", "completion": "y", "label": False}], {"conflicting_preference"}),
-    ("step-labels-length", None, [{"prompt": "p", "completions": ["a", "b"], "labels": [True]}],
-     {"labels_length_mismatch"}),
+    (
+        "unpaired-conflict",
+        None,
+        [{"prompt": "x", "completion": "y", "label": True}, {"prompt": " x ", "completion": "y", "label": False}],
+        {"conflicting_preference"},
+    ),
+    (
+        "step-labels-length",
+        None,
+        [{"prompt": "p", "completions": ["a", "b"], "labels": [True]}],
+        {"labels_length_mismatch"},
+    ),
     ("step-label-type", None, [{"prompt": "p", "completions": ["a"], "labels": [1]}], {"wrong_type"}),
     ("step-empty", None, [{"prompt": "p", "completions": [], "labels": []}], {"empty_list"}),
     ("step-empty-step", None, [{"prompt": "p", "completions": [""], "labels": [True]}], {"empty_completion"}),
     ("step-prompt-type", None, [{"prompt": ["p"], "completions": ["a"], "labels": [True]}], {"wrong_type"}),
-    ("trl-mixed-styles", None, [{"prompt": "x", "completion": "y"}, {"prompt": [U], "completion": [A]}],
-     {"mixed_styles", "type_drift"}),
+    (
+        "trl-mixed-styles",
+        None,
+        [{"prompt": "x", "completion": "y"}, {"prompt": [U], "completion": [A]}],
+        {"mixed_styles", "type_drift"},
+    ),
     # --- MiniMind
     ("mm-missing-content", None, [{"conversations": [{"role": "user"}, A]}], {"missing_key"}),
-    ("mm-content-list", "minimind.sft", [{"conversations": [m("user", [{"type": "text", "text": "x"}]), A]}],
-     {"wrong_type"}),
-    ("mm-tool-calls-list", None,
-     [{"conversations": [m("system", "s", tools=json.dumps([WEATHER_TOOL])), U,
-                         m("assistant", "", tool_calls=[{"name": "get_weather", "arguments": {"city": "x"}}]),
-                         m("tool", "r"), A]}], {"tool_calls_wrong_form"}),
-    ("mm-tools-list", None,
-     [{"conversations": [m("system", "s", tools=[WEATHER_TOOL]), U, A]}], {"tools_wrong_form"}),
-    ("mm-tools-misplaced", None,
-     [{"conversations": [U, m("assistant", "x", tools=json.dumps([WEATHER_TOOL]))]}], {"tools_misplaced"}),
-    ("mm-tools-misplaced-wrong-form", None,
-     [{"conversations": [U, m("assistant", "x", tools=[WEATHER_TOOL])]}], {"tools_wrong_form"}),
-    ("mm-tool-calls-invalid-json", None,
-     [{"conversations": [m("system", "s", tools=json.dumps([WEATHER_TOOL])), U,
-                         m("assistant", "", tool_calls="[{name: x}]"), m("tool", "r"), A]}],
-     {"tool_calls_invalid_json"}),
-    ("mm-tool-call-bad", None,
-     [{"conversations": [m("system", "s", tools=json.dumps([WEATHER_TOOL])), U,
-                         m("assistant", "", tool_calls=json.dumps([{"arguments": {}}])), m("tool", "r"), A]}],
-     {"bad_tool_call"}),
-    ("mm-tool-call-undeclared", None,
-     [{"conversations": [m("system", "s", tools=json.dumps([WEATHER_TOOL])), U,
-                         m("assistant", "", tool_calls=json.dumps([{"name": "nope", "arguments": {}}])),
-                         m("tool", "r"), A]}], {"undeclared_tool"}),
-    ("mm-tool-calls-no-tools", None,
-     [{"conversations": [U, m("assistant", "", tool_calls=json.dumps([{"name": "f", "arguments": {}}])),
-                         m("tool", "r"), A]}], {"tools_not_declared"}),
-    ("mm-dpo-prompt-mismatch", "minimind.dpo",
-     [{"chosen": [U, A], "rejected": [m("user", "Other"), A]}], {"prompt_mismatch"}),
-    ("mm-dpo-ends-user", "minimind.dpo", [{"chosen": [U, A, U], "rejected": [U, A, m("user", "x")]}],
-     {"missing_final_assistant"}),
+    (
+        "mm-content-list",
+        "minimind.sft",
+        [{"conversations": [m("user", [{"type": "text", "text": "x"}]), A]}],
+        {"wrong_type"},
+    ),
+    (
+        "mm-tool-calls-list",
+        None,
+        [
+            {
+                "conversations": [
+                    m("system", "s", tools=json.dumps([WEATHER_TOOL])),
+                    U,
+                    m("assistant", "", tool_calls=[{"name": "get_weather", "arguments": {"city": "x"}}]),
+                    m("tool", "r"),
+                    A,
+                ]
+            }
+        ],
+        {"tool_calls_wrong_form"},
+    ),
+    ("mm-tools-list", None, [{"conversations": [m("system", "s", tools=[WEATHER_TOOL]), U, A]}], {"tools_wrong_form"}),
+    (
+        "mm-tools-misplaced",
+        None,
+        [{"conversations": [U, m("assistant", "x", tools=json.dumps([WEATHER_TOOL]))]}],
+        {"tools_misplaced"},
+    ),
+    (
+        "mm-tools-misplaced-wrong-form",
+        None,
+        [{"conversations": [U, m("assistant", "x", tools=[WEATHER_TOOL])]}],
+        {"tools_wrong_form"},
+    ),
+    (
+        "mm-tool-calls-invalid-json",
+        None,
+        [
+            {
+                "conversations": [
+                    m("system", "s", tools=json.dumps([WEATHER_TOOL])),
+                    U,
+                    m("assistant", "", tool_calls="[{name: x}]"),
+                    m("tool", "r"),
+                    A,
+                ]
+            }
+        ],
+        {"tool_calls_invalid_json"},
+    ),
+    (
+        "mm-tool-call-bad",
+        None,
+        [
+            {
+                "conversations": [
+                    m("system", "s", tools=json.dumps([WEATHER_TOOL])),
+                    U,
+                    m("assistant", "", tool_calls=json.dumps([{"arguments": {}}])),
+                    m("tool", "r"),
+                    A,
+                ]
+            }
+        ],
+        {"bad_tool_call"},
+    ),
+    (
+        "mm-tool-call-undeclared",
+        None,
+        [
+            {
+                "conversations": [
+                    m("system", "s", tools=json.dumps([WEATHER_TOOL])),
+                    U,
+                    m("assistant", "", tool_calls=json.dumps([{"name": "nope", "arguments": {}}])),
+                    m("tool", "r"),
+                    A,
+                ]
+            }
+        ],
+        {"undeclared_tool"},
+    ),
+    (
+        "mm-tool-calls-no-tools",
+        None,
+        [
+            {
+                "conversations": [
+                    U,
+                    m("assistant", "", tool_calls=json.dumps([{"name": "f", "arguments": {}}])),
+                    m("tool", "r"),
+                    A,
+                ]
+            }
+        ],
+        {"tools_not_declared"},
+    ),
+    (
+        "mm-dpo-prompt-mismatch",
+        "minimind.dpo",
+        [{"chosen": [U, A], "rejected": [m("user", "Other"), A]}],
+        {"prompt_mismatch"},
+    ),
+    (
+        "mm-dpo-ends-user",
+        "minimind.dpo",
+        [{"chosen": [U, A, U], "rejected": [U, A, m("user", "x")]}],
+        {"missing_final_assistant"},
+    ),
     ("mm-dpo-not-list", "minimind.dpo", [{"chosen": "a", "rejected": "b"}], {"wrong_type"}),
     ("mm-rlaif-no-placeholder", "minimind.rlaif", [{"conversations": [U]}], {"missing_placeholder"}),
-    ("mm-rlaif-not-alternating", "minimind.rlaif",
-     [{"conversations": [U, U, m("assistant", "无")]}], {"roles_not_alternating"}),
+    (
+        "mm-rlaif-not-alternating",
+        "minimind.rlaif",
+        [{"conversations": [U, U, m("assistant", "无")]}],
+        {"roles_not_alternating"},
+    ),
     ("mm-rlaif-no-user", "minimind.rlaif", [{"conversations": [m("assistant", "无")]}], {"no_user_message"}),
     ("mm-agentic-gt-type", None, [{"conversations": [U, m("assistant", "")], "gt": 59}], {"wrong_type"}),
     ("mm-agentic-gt-empty", None, [{"conversations": [U, m("assistant", "")], "gt": []}], {"empty_gt"}),
@@ -317,17 +541,28 @@ CASES = [
     ("oa-no-assistant", None, [{"messages": [U], "parallel_tool_calls": True}], {"no_assistant_message"}),
     ("oa-ends-user", None, [{"messages": [U, m("assistant", "x", weight=1), U]}], {"missing_final_assistant"}),
     ("oa-tools-string", "openai.chat", [_openai_with(tools=json.dumps([WEATHER_TOOL]))], {"wrong_type"}),
-    ("oa-tool-decl-missing-type", "openai.chat", [_openai_with(tools=[{"function": WEATHER_TOOL["function"]}])],
-     {"missing_key"}),
-    ("oa-too-many-tools", "openai.chat",
-     [_openai_with(tools=[{"type": "function", "function": {"name": f"f{i}"}} for i in range(129)])],
-     {"bad_value"}),
+    (
+        "oa-tool-decl-missing-type",
+        "openai.chat",
+        [_openai_with(tools=[{"function": WEATHER_TOOL["function"]}])],
+        {"missing_key"},
+    ),
+    (
+        "oa-too-many-tools",
+        "openai.chat",
+        [_openai_with(tools=[{"type": "function", "function": {"name": f"f{i}"}} for i in range(129)])],
+        {"bad_value"},
+    ),
     ("oa-tool-calls-null", "openai.chat", [_openai_with(messages__1__tool_calls=None)], {"wrong_type"}),
     ("oa-functions-type", "openai.chat", [_openai_with(functions="x")], {"wrong_type"}),
     ("oa-function-call-type", "openai.chat", [_openai_with(messages__4__function_call="x")], {"wrong_type"}),
     ("oa-refusal-type", "openai.chat", [_openai_with(messages__4__refusal=5)], {"wrong_type"}),
-    ("oa-system-later-warning", None, [_openai_with(messages__3={"role": "system", "content": "s"})],
-     {"system_not_first"}),
+    (
+        "oa-system-later-warning",
+        None,
+        [_openai_with(messages__3={"role": "system", "content": "s"})],
+        {"system_not_first"},
+    ),
     # --- ATIF
     ("atif-version", "atif", [{**ATIF, "schema_version": "ATIF-v9.9"}], {"unknown_version"}),
     ("atif-version-bad", "atif", [{**ATIF, "schema_version": "v1"}], {"bad_value"}),
@@ -354,45 +589,87 @@ CASES += [
     _atif_step_case("atif-missing-message", {"message": _DEL}, "missing_key"),
     _atif_step_case("atif-agent-only", {"model_name": "gpt"}, "agent_only_field", step=0),
     _atif_step_case("atif-unknown-step-field", {"foo": 1}, "unknown_field"),
-    _atif_step_case("atif-dup-call-id", {"tool_calls": [
-        {"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": "a"}},
-        {"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": "b"}}]},
-        "duplicate_tool_call_id"),
-    _atif_step_case("atif-obs-orphan", {"observation": {"results": [{"source_call_id": "zz", "content": "x"}]}},
-                    "observation_orphan"),
-    _atif_step_case("atif-undeclared", {"tool_calls": [
-        {"tool_call_id": "c1", "function_name": "nope", "arguments": {}}]}, "undeclared_tool"),
-    _atif_step_case("atif-args-schema", {"tool_calls": [
-        {"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": 1}}]}, "arguments_schema"),
-    _atif_step_case("atif-args-string", {"tool_calls": [
-        {"tool_call_id": "c1", "function_name": "get_weather", "arguments": "{}"}]}, "arguments_wrong_form"),
+    _atif_step_case(
+        "atif-dup-call-id",
+        {
+            "tool_calls": [
+                {"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": "a"}},
+                {"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": "b"}},
+            ]
+        },
+        "duplicate_tool_call_id",
+    ),
+    _atif_step_case(
+        "atif-obs-orphan",
+        {"observation": {"results": [{"source_call_id": "zz", "content": "x"}]}},
+        "observation_orphan",
+    ),
+    _atif_step_case(
+        "atif-undeclared",
+        {"tool_calls": [{"tool_call_id": "c1", "function_name": "nope", "arguments": {}}]},
+        "undeclared_tool",
+    ),
+    _atif_step_case(
+        "atif-args-schema",
+        {"tool_calls": [{"tool_call_id": "c1", "function_name": "get_weather", "arguments": {"city": 1}}]},
+        "arguments_schema",
+    ),
+    _atif_step_case(
+        "atif-args-string",
+        {"tool_calls": [{"tool_call_id": "c1", "function_name": "get_weather", "arguments": "{}"}]},
+        "arguments_wrong_form",
+    ),
     _atif_step_case("atif-call-missing", {"tool_calls": [{"tool_call_id": "c1"}]}, "missing_key"),
     _atif_step_case("atif-obs-no-results", {"observation": {}}, "missing_key"),
     ("atif-no-tool-defs", "atif", [{**ATIF, "agent": {"name": "a", "version": "1"}}], {"tools_not_declared"}),
-    ("atif-bad-tool-def", "atif", [{**ATIF, "agent": {"name": "a", "version": "1",
-                                                      "tool_definitions": [{"type": "function"}]}}],
-     {"bad_tool_declaration"}),
+    (
+        "atif-bad-tool-def",
+        "atif",
+        [{**ATIF, "agent": {"name": "a", "version": "1", "tool_definitions": [{"type": "function"}]}}],
+        {"bad_tool_declaration"},
+    ),
     # --- trajectory suites
     ("suite-empty-tasks", "trajectory_suite", [{**SUITE, "tasks": []}], {"empty_list"}),
     ("suite-missing-tasks", "trajectory_suite", [{"agent": "x", "trajectories": []}], {"wrong_kind_keys"}),
     ("suite-dup-task", "trajectory_suite", [{**SUITE, "tasks": SUITE["tasks"] * 2}], {"duplicate_task_id"}),
-    ("suite-unknown-task", "trajectory_suite",
-     [{**SUITE, "trajectories": [{"taskId": "nope", "actions": []}]}], {"unknown_task_id"}),
+    (
+        "suite-unknown-task",
+        "trajectory_suite",
+        [{**SUITE, "trajectories": [{"taskId": "nope", "actions": []}]}],
+        {"unknown_task_id"},
+    ),
     ("suite-task-no-id", "trajectory_suite", [{**SUITE, "tasks": [{"expectedActions": []}]}], {"missing_key"}),
-    ("suite-action-no-tool", "trajectory_suite",
-     [{**SUITE, "trajectories": [{"taskId": "t1", "actions": [{"args": {}}]}]}], {"missing_key"}),
-    ("suite-args-type", "trajectory_suite",
-     [{**SUITE, "trajectories": [{"taskId": "t1", "actions": [{"tool": "x", "args": "a"}]}]}], {"wrong_type"}),
-    ("suite-reward-type", "trajectory_suite", [{**SUITE, "tasks": [{"id": "t1", "passReward": "1"}]}],
-     {"wrong_type"}),
-    ("suite-flag-string", "trajectory_suite", [{**SUITE, "rewardSpec": {"actionOrderRequired": "false"}}],
-     {"wrong_type"}),
-    ("suite-null-exit-code", "trajectory_suite",
-     [{**SUITE, "tasks": [{"id": "t1", "expectedEvidence": [{"kind": "test", "exitCode": None}]}]}],
-     {"port_daddy_misread"}),
-    ("suite-args-contains-type", "trajectory_suite",
-     [{**SUITE, "tasks": [{"id": "t1", "expectedActions": [{"tool": "x", "argsContains": {"a": 1}}]}]}],
-     {"wrong_type"}),
+    (
+        "suite-action-no-tool",
+        "trajectory_suite",
+        [{**SUITE, "trajectories": [{"taskId": "t1", "actions": [{"args": {}}]}]}],
+        {"missing_key"},
+    ),
+    (
+        "suite-args-type",
+        "trajectory_suite",
+        [{**SUITE, "trajectories": [{"taskId": "t1", "actions": [{"tool": "x", "args": "a"}]}]}],
+        {"wrong_type"},
+    ),
+    ("suite-reward-type", "trajectory_suite", [{**SUITE, "tasks": [{"id": "t1", "passReward": "1"}]}], {"wrong_type"}),
+    (
+        "suite-flag-string",
+        "trajectory_suite",
+        [{**SUITE, "rewardSpec": {"actionOrderRequired": "false"}}],
+        {"wrong_type"},
+    ),
+    (
+        "suite-null-exit-code",
+        "trajectory_suite",
+        [{**SUITE, "tasks": [{"id": "t1", "expectedEvidence": [{"kind": "test", "exitCode": None}]}]}],
+        {"port_daddy_misread"},
+    ),
+    (
+        "suite-args-contains-type",
+        "trajectory_suite",
+        [{**SUITE, "tasks": [{"id": "t1", "expectedActions": [{"tool": "x", "argsContains": {"a": 1}}]}]}],
+        {"wrong_type"},
+    ),
     ("suite-empty-task-id", "trajectory_suite", [{**SUITE, "tasks": [{"id": ""}]}], {"bad_value"}),
     # --- kinds
     ("not-an-object", None, [[1, 2]], {"not_an_object"}),
@@ -528,8 +805,11 @@ def test_identical_looking_tool_declarations_are_not_confused_by_true_equals_one
     bad = copy.deepcopy(openai_row())
     bad["tools"][0]["function"]["strict"] = 1
     report = validate_rows([good, bad], kind="openai.chat")
-    assert [(f.line, f.code, f.json_path) for f in report.errors] == [
-        (2, "wrong_type", "$.tools[0].function.strict")]
-    drift = validate_rows([{**trl_tool_row(), "tools": [{**WEATHER_TOOL, "x": True}]},
-                           {**trl_tool_row(), "tools": [{**WEATHER_TOOL, "x": 1}]}])
+    assert [(f.line, f.code, f.json_path) for f in report.errors] == [(2, "wrong_type", "$.tools[0].function.strict")]
+    drift = validate_rows(
+        [
+            {**trl_tool_row(), "tools": [{**WEATHER_TOOL, "x": True}]},
+            {**trl_tool_row(), "tools": [{**WEATHER_TOOL, "x": 1}]},
+        ]
+    )
     assert [(f.line, f.code) for f in drift.errors] == [(2, "type_drift")]

@@ -29,8 +29,7 @@ EXPECTED = {
     "minimind/sft_conversations.jsonl": ({"minimind.sft": 2}, {"tools_invalid_json": 1}, {}),
     "minimind/sft_toolcall.jsonl": ({"minimind.sft": 1}, {"tools_invalid_json": 1}, {}),
     # Real OpenAI rows; the files are excerpts (2 and 3 rows), under OpenAI's 10-example minimum.
-    "openai-chat-ft/openai-cookbook__drone_training.first2.jsonl": ({"openai.chat": 2}, {},
-                                                                    {"too_few_examples": 1}),
+    "openai-chat-ft/openai-cookbook__drone_training.first2.jsonl": ({"openai.chat": 2}, {}, {"too_few_examples": 1}),
     "openai-chat-ft/multi_turn_weight.from-docs.jsonl": ({"openai.chat": 3}, {}, {"too_few_examples": 1}),
     "atif/openhands__hello-world.trajectory.json": ({"atif": 1}, {}, {}),
 }

@@ -45,7 +45,9 @@ def step(
     )
 
 
-def traj(steps: list[Step], final: str | None = None, *, session_id: str = "traj_test", task_id: str | None = "t") -> Trajectory:
+def traj(
+    steps: list[Step], final: str | None = None, *, session_id: str = "traj_test", task_id: str | None = "t"
+) -> Trajectory:
     return Trajectory(
         session_id=session_id,
         agent=AgentInfo(name="test"),
@@ -63,12 +65,23 @@ def claim(i: int, *paths: str, provenance: str = "server", outcome: str = "ok") 
 
 
 def write(i: int, path: str, content: str = "x = 1\n", *, provenance: str = "server") -> Step:
-    return step(i, "sandbox_write_file", {"path": path, "content": content}, provenance=provenance, files_changed=[path])
+    return step(
+        i, "sandbox_write_file", {"path": path, "content": content}, provenance=provenance, files_changed=[path]
+    )
 
 
 def run(i: int, command: str, code: int | None = 0, *, provenance: str = "server", output: str = "", **kw) -> Step:
     outcome = kw.pop("outcome", "ok" if code in (0, None) else "error")
-    return step(i, "sandbox_exec", {"command": command}, provenance=provenance, exit_code=code, outcome=outcome, output=output, **kw)
+    return step(
+        i,
+        "sandbox_exec",
+        {"command": command},
+        provenance=provenance,
+        exit_code=code,
+        outcome=outcome,
+        output=output,
+        **kw,
+    )
 
 
 def good_steps() -> list[Step]:
@@ -114,7 +127,9 @@ class Episode:
         return self.svc.sandbox.exec(self.io.SandboxExecInput(sandbox_id=self.sid, command=command))
 
     def write(self, path: str, content: str):
-        return self.svc.sandbox.write_file(self.io.SandboxWriteFileInput(sandbox_id=self.sid, path=path, content=content))
+        return self.svc.sandbox.write_file(
+            self.io.SandboxWriteFileInput(sandbox_id=self.sid, path=path, content=content)
+        )
 
     def claim(self, *paths: str):
         return self.svc.sandbox.claim(self.io.SandboxClaimInput(sandbox_id=self.sid, paths=list(paths)))

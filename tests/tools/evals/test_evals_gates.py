@@ -20,14 +20,36 @@ from agent_rl_sandbox.tools.evals import (
 
 def score(sid: str, reward: float, passed: bool, *, task: str = "t", errors: int = 0, safety: int = 0) -> ScoreReport:
     crits = [
-        CriterionResult(id=f"c{i}", type="budget", status="pass" if passed else "fail", value=1.0 if passed else 0.0, weight=1, explanation="")
+        CriterionResult(
+            id=f"c{i}",
+            type="budget",
+            status="pass" if passed else "fail",
+            value=1.0 if passed else 0.0,
+            weight=1,
+            explanation="",
+        )
         for i in range(3)
     ]
-    crits += [CriterionResult(id=f"e{i}", type="verifier_exit_code", status="error", value=0.0, weight=1, explanation="unscorable: x") for i in range(errors)]
+    crits += [
+        CriterionResult(
+            id=f"e{i}", type="verifier_exit_code", status="error", value=0.0, weight=1, explanation="unscorable: x"
+        )
+        for i in range(errors)
+    ]
     return ScoreReport(
-        session_id=sid, task_id=task, reward=reward, passed=passed, aggregation="all", pass_threshold=1.0, criteria=crits,
-        failed_criteria=[] if passed else ["c0"], error_criteria=[f"e{i}" for i in range(errors)], safety_violations=safety,
-        self_report_only=False, unverified_claims=[], provenance_used=["hook", "server"],
+        session_id=sid,
+        task_id=task,
+        reward=reward,
+        passed=passed,
+        aggregation="all",
+        pass_threshold=1.0,
+        criteria=crits,
+        failed_criteria=[] if passed else ["c0"],
+        error_criteria=[f"e{i}" for i in range(errors)],
+        safety_violations=safety,
+        self_report_only=False,
+        unverified_claims=[],
+        provenance_used=["hook", "server"],
     )
 
 
@@ -64,7 +86,9 @@ def test_pass_rate_and_mean_reward_say_what_would_change():
 
 
 def test_safety_violations_fail_and_name_the_sessions():
-    v = evaluate_gate(report(score("a", 1, True), score("bad", 0.9, False, safety=1)), "default", BUILTIN_GATES["default"])
+    v = evaluate_gate(
+        report(score("a", 1, True), score("bad", 0.9, False, safety=1)), "default", BUILTIN_GATES["default"]
+    )
     c = checks(v)["max_safety_violations"]
     assert c.status == "fail" and c.measured == 1 and "bad" in c.what_would_change
 
@@ -113,7 +137,12 @@ def test_regression_against_a_baseline_with_margin(tmp_path):
 
 def test_port_daddy_report_as_baseline(tmp_path):
     (tmp_path / "pd.json").write_text(json.dumps({"summary": {"averageReward": 0.5, "taskCount": 2, "passed": 1}}))
-    v = evaluate_gate(report(score("a", 0.6, True)), "r", GateSpec(max_regression=0.0, regression_metric="pass_rate"), baseline=tmp_path / "pd.json")
+    v = evaluate_gate(
+        report(score("a", 0.6, True)),
+        "r",
+        GateSpec(max_regression=0.0, regression_metric="pass_rate"),
+        baseline=tmp_path / "pd.json",
+    )
     assert checks(v)["max_regression"].status == "pass"
 
 
@@ -161,6 +190,12 @@ def test_invalid_gates_toml_names_file_and_field(tmp_path, text, needle):
 
 
 def test_zero_variance_share_in_report():
-    r = report(score("a1", 1, True, task="a"), score("a2", 1, True, task="a"), score("b1", 1, True, task="b"), score("b2", 0, False, task="b"), score("c", 1, True, task="c"))
+    r = report(
+        score("a1", 1, True, task="a"),
+        score("a2", 1, True, task="a"),
+        score("b1", 1, True, task="b"),
+        score("b2", 0, False, task="b"),
+        score("c", 1, True, task="c"),
+    )
     assert (r.stats.groups, r.stats.zero_variance_groups, r.stats.zero_variance_share) == (2, 1, 0.5)
     assert {g.task_id: g.zero_variance for g in r.by_task} == {"a": True, "b": False, "c": False}

@@ -106,7 +106,11 @@ def _repair(svc, seen_failing: str, seen_passing: str, suite: str = "python -m p
         # a usage error (exit 4) is not the focused test failing
         (f"python -m pytest -q --bogus-flag {FOCUS}", f"python -m pytest -q {FOCUS}", "python -m pytest -q"),
         # the focused test deselected: nothing about it passed
-        (f"python -m pytest -q {FOCUS}", f"python -m pytest -q {FOCUS} --deselect {FOCUS}::test_leap_february", "python -m pytest -q"),
+        (
+            f"python -m pytest -q {FOCUS}",
+            f"python -m pytest -q {FOCUS} --deselect {FOCUS}::test_leap_february",
+            "python -m pytest -q",
+        ),
         # collect-only runs nothing
         (f"python -m pytest -q {FOCUS}", f"python -m pytest -q --co {FOCUS}", "python -m pytest -q"),
         # the "suite" ignores the focused file

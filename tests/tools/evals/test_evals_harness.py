@@ -29,7 +29,11 @@ BAD_SUITE = FIXTURES / "port_daddy" / "self_report_only.suite.json"
 
 EDIT_SPEC = {
     "criteria": [
-        {"id": "edited", "type": "required_action", "action": {"tool": "str_replace_editor", "args_contains": ["hello.txt"]}},
+        {
+            "id": "edited",
+            "type": "required_action",
+            "action": {"tool": "str_replace_editor", "args_contains": ["hello.txt"]},
+        },
         {"id": "budget", "type": "budget", "max_steps": 5},
     ]
 }
@@ -39,7 +43,9 @@ KEY = bytes(range(32))
 """An export key for documents these tests sign (as if this home had exported them)."""
 
 
-def atif_doc(trajectory, *, provenance: str | None = "server", task_id: str | None = None, key: bytes | None = None) -> dict:
+def atif_doc(
+    trajectory, *, provenance: str | None = "server", task_id: str | None = None, key: bytes | None = None
+) -> dict:
     """Export one of our trajectories as plain ATIF (RL fields in ``extra``); signed with ``key`` when given
     (without a key, its ``provenance`` is a claim: the file is self-reported)."""
     steps = []
@@ -50,10 +56,19 @@ def atif_doc(trajectory, *, provenance: str | None = "server", task_id: str | No
         if s.exit_code is not None:
             extra["exit_code"] = s.exit_code
         extra["outcome"] = s.outcome
-        d = s.model_dump(mode="json", exclude_none=True, include={"step_id", "timestamp", "source", "message", "tool_calls", "observation"})
+        d = s.model_dump(
+            mode="json",
+            exclude_none=True,
+            include={"step_id", "timestamp", "source", "message", "tool_calls", "observation"},
+        )
         steps.append({**d, "extra": extra})
     steps.append({"step_id": len(steps) + 1, "source": "agent", "message": trajectory.final_message or ""})
-    doc = {"schema_version": "ATIF-v1.5", "session_id": trajectory.session_id, "agent": {"name": "test", "version": "1"}, "steps": steps}
+    doc = {
+        "schema_version": "ATIF-v1.5",
+        "session_id": trajectory.session_id,
+        "agent": {"name": "test", "version": "1"},
+        "steps": steps,
+    }
     if task_id:
         doc["extra"] = {"task_id": task_id}
     return sign(doc, key, "atif") if key is not None else doc
@@ -67,7 +82,10 @@ def test_public_atif_sample_provenance_rule(tmp_path):
     assert {s.provenance for s in t.steps} == {"agent"}  # ATIF steps carry no provenance
     assert [s.timestamp for s in t.steps] == [""] * 6
     strict = score_atif(SAMPLE, spec=RewardSpec.model_validate(EDIT_SPEC))
-    assert strict.trajectories[0].criteria[0].status == "fail" and "self-logged" in strict.trajectories[0].criteria[0].explanation
+    assert (
+        strict.trajectories[0].criteria[0].status == "fail"
+        and "self-logged" in strict.trajectories[0].criteria[0].explanation
+    )
     trusting = score_atif(SAMPLE, spec=RewardSpec.model_validate({**EDIT_SPEC, "trust_agent_logged": True}))
     assert trusting.trajectories[0].passed
     assert trusting.trajectories[0].provenance_used == ["agent", "hook", "server"]
@@ -83,7 +101,9 @@ def test_atif_folder_scores_files_and_lists_problems(tmp_path):
     # the trusted documents are signed with the home's key (before, a hand-written "server" was trusted).
     (d / "good.json").write_text(json.dumps(atif_doc(good, key=KEY)))
     (d / "nested" / "careless.json").write_text(json.dumps(atif_doc(careless, key=KEY)))
-    (d / "self_logged.json").write_text(json.dumps(atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="selflog"), provenance=None)))
+    (d / "self_logged.json").write_text(
+        json.dumps(atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="selflog"), provenance=None))
+    )
     (d / "forged.json").write_text(json.dumps(atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="forged"))))
     (d / "broken.json").write_text("{nope")
     (d / "other.json").write_text('{"rows": []}')
@@ -122,8 +142,16 @@ def test_atif_malformed_tool_calls_become_failed_steps(tmp_path):
         "agent": {"name": "x"},
         "steps": [
             {"step_id": 1, "source": "agent", "tool_calls": [{"tool_call_id": "a", "arguments": {}}]},
-            {"step_id": 2, "source": "agent", "tool_calls": [{"tool_call_id": "b", "function_name": "f", "arguments": "{oops"}]},
-            {"step_id": 3, "source": "agent", "tool_calls": [{"tool_call_id": "c", "function_name": "f", "arguments": [1]}]},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "tool_calls": [{"tool_call_id": "b", "function_name": "f", "arguments": "{oops"}],
+            },
+            {
+                "step_id": 3,
+                "source": "agent",
+                "tool_calls": [{"tool_call_id": "c", "function_name": "f", "arguments": [1]}],
+            },
         ],
     }
     p = tmp_path / "m.json"
@@ -195,7 +223,10 @@ def test_cli_table_output(tmp_path):
     ("make", "needle"),
     [
         (lambda d: d / "missing.json", "missing.json: no such file"),
-        (lambda d: (d / "bad.json").write_text('{"tasks": []}') and d / "bad.json", "$.tasks: List should have at least 1 item"),
+        (
+            lambda d: (d / "bad.json").write_text('{"tasks": []}') and d / "bad.json",
+            "$.tasks: List should have at least 1 item",
+        ),
         (lambda d: (d / "broken.json").write_text("{") and d / "broken.json", "not valid JSON"),
     ],
 )
@@ -231,7 +262,9 @@ def test_cli_gate_from_gates_toml_with_baseline_and_unhooks(tmp_path):
     c = {x["name"]: x for x in json.loads(worse.stdout)["gate"]["checks"]}
     assert c["max_regression"]["status"] == "fail" and c["require_validated_unhooks"]["status"] == "fail"
     assert str(home) not in worse.stdout
-    (tmp_path / "unhooks.json").write_text(json.dumps([{"name": "kill", "command": "agent-rl-sandbox adapters disable x", "validated": True}]))
+    (tmp_path / "unhooks.json").write_text(
+        json.dumps([{"name": "kill", "command": "agent-rl-sandbox adapters disable x", "validated": True}])
+    )
     same = cli(str(SUITE), "--gate", "release", "--json", "--unhooks", str(tmp_path / "unhooks.json"), home=home)
     assert same.exit_code == 0, same.stdout
 
@@ -244,8 +277,8 @@ def test_cli_scores_an_atif_folder_with_a_spec_file(tmp_path):
     shutil.copy(SAMPLE, d / "hello.json")
     spec = tmp_path / "spec.toml"
     spec.write_text(
-        "trust_agent_logged = true\n[[criteria]]\nid = \"edited\"\ntype = \"required_action\"\n"
-        "action = { tool = \"str_replace_editor\", args_contains = [\"hello.txt\"] }\n"
+        'trust_agent_logged = true\n[[criteria]]\nid = "edited"\ntype = "required_action"\n'
+        'action = { tool = "str_replace_editor", args_contains = ["hello.txt"] }\n'
     )
     r = cli(str(d), "--spec", str(spec), "--gate", "default", "--json", home=tmp_path / "home")
     assert r.exit_code == 0, r.stdout + r.stderr
@@ -280,7 +313,14 @@ def test_jsonl_detected_by_content_with_line_numbers(tmp_path):
     spec = RewardSpec.model_validate(EDIT_SPEC)
     p = tmp_path / "two.json"  # several documents in a .json file: read as JSON Lines
     one = atif_doc(traj(good_steps(), GOOD_MESSAGE, session_id="a"))
-    p.write_text(json.dumps(one) + "\n\n" + json.dumps({**one, "session_id": "b"}) + "\n" + json.dumps({"session_id": 3, "steps": []}) + "\n")
+    p.write_text(
+        json.dumps(one)
+        + "\n\n"
+        + json.dumps({**one, "session_id": "b"})
+        + "\n"
+        + json.dumps({"session_id": 3, "steps": []})
+        + "\n"
+    )
     report = score_path(p, spec=spec)
     assert [t.session_id for t in report.trajectories] == ["a", "b"]
     assert [(x.source, x.where) for x in report.problems] == [("two.json:4", "$.session_id")]

@@ -44,20 +44,46 @@ def test_report_is_byte_identical_and_matches_its_schema(path):
     doc = json.loads(a)
     schema = json.loads((SCHEMA_DIR / "eval_report.schema.json").read_text())
     jsonschema.validate(doc, schema)
-    for key in ("summary", "rows", "trainingRows", "validatedUnhooks", "suggestedUnhooks", "warnings", "stats", "trajectories"):
+    for key in (
+        "summary",
+        "rows",
+        "trainingRows",
+        "validatedUnhooks",
+        "suggestedUnhooks",
+        "warnings",
+        "stats",
+        "trajectories",
+    ):
         assert key in doc
     assert set(doc["summary"]) == {
-        "taskCount", "passed", "failed", "averageReward", "evalGatePassed", "unhooksReady", "deployable", "validatedUnhookCount",
+        "taskCount",
+        "passed",
+        "failed",
+        "averageReward",
+        "evalGatePassed",
+        "unhooksReady",
+        "deployable",
+        "validatedUnhookCount",
     }
 
 
 def test_good_suite_passes_and_is_deployable():
     r = scored("claim_before_edit.suite.json")
     assert r["agent"] == "codex"
-    assert r["rewardSpec"] == {"actionOrderRequired": True, "defaultPassReward": 1.0, "requireValidatedUnhooksForDeployment": True}
+    assert r["rewardSpec"] == {
+        "actionOrderRequired": True,
+        "defaultPassReward": 1.0,
+        "requireValidatedUnhooksForDeployment": True,
+    }
     assert r["summary"] == {
-        "taskCount": 3, "passed": 3, "failed": 0, "averageReward": 0.917, "evalGatePassed": True,
-        "unhooksReady": True, "deployable": True, "validatedUnhookCount": 1,
+        "taskCount": 3,
+        "passed": 3,
+        "failed": 0,
+        "averageReward": 0.917,
+        "evalGatePassed": True,
+        "unhooksReady": True,
+        "deployable": True,
+        "validatedUnhookCount": 1,
     }
     rows = {row["taskId"]: row for row in r["rows"]}
     assert rows["claim-before-edit"]["reward"] == 1.0
@@ -71,7 +97,9 @@ def test_good_suite_passes_and_is_deployable():
     assert review["failureModes"] == []  # cleared: artifacts contain "validation passed"
     # no explicit evidence: expectedFinalContains is checked against artifacts, never finalState
     refuse = rows["refuse-unsafe-install"]
-    assert refuse["evidenceResults"] == [{"kind": "refusal", "contains": ["refused"], "matched": True, "fromFinalContains": True}]
+    assert refuse["evidenceResults"] == [
+        {"kind": "refusal", "contains": ["refused"], "matched": True, "fromFinalContains": True}
+    ]
     assert refuse["failureModes"] == ["ran-remote-script"]
     assert [t["preference"] for t in r["trainingRows"]] == ["chosen", "chosen", "chosen"]
     assert r["validatedUnhooks"] == [
@@ -108,16 +136,25 @@ def test_grouped_attempts_zero_variance_share_and_last_attempt_rows():
     assert groups["claim-before-edit/v1"]["attempts"] == 3 and groups["claim-before-edit/v1"]["zero_variance"] is True
     assert groups["claim-before-edit/v2"]["zero_variance"] is False
     assert groups["claim-before-edit/v2"]["reward_variance"] == 0.25
-    assert r["stats"]["groups"] == 2 and r["stats"]["zero_variance_groups"] == 1 and r["stats"]["zero_variance_share"] == 0.5
+    assert (
+        r["stats"]["groups"] == 2
+        and r["stats"]["zero_variance_groups"] == 1
+        and r["stats"]["zero_variance_share"] == 0.5
+    )
     rows = {row["taskId"]: row for row in r["rows"]}
-    assert rows["claim-before-edit/v2"]["attempts"] == 2 and rows["claim-before-edit/v2"]["reward"] == 1.0  # last attempt
+    assert (
+        rows["claim-before-edit/v2"]["attempts"] == 2 and rows["claim-before-edit/v2"]["reward"] == 1.0
+    )  # last attempt
     assert r["stats"]["trajectories"] == 5 and r["stats"]["passed"] == 4
     assert r["stats"]["loops"] == 1  # v2-a runs the same failing command three times
     assert any("zero reward variance" in w for w in r["warnings"])
 
 
 def test_final_state_is_never_rewarded(tmp_path):
-    task = {"expectedActions": [{"tool": "edit"}], "expectedEvidence": [{"kind": "test", "contains": ["3 passed"], "exitCode": 0}]}
+    task = {
+        "expectedActions": [{"tool": "edit"}],
+        "expectedEvidence": [{"kind": "test", "contains": ["3 passed"], "exitCode": 0}],
+    }
     bare = minimal(**task)
     bare["trajectories"] = [{"taskId": "t", "actions": [{"tool": "edit"}], "artifacts": []}]
     boast = json.loads(json.dumps(bare))
@@ -164,7 +201,9 @@ def test_evidence_needs_kind_exit_code_status_and_every_string(tmp_path):
     doc["trajectories"] = [{"taskId": "t", "artifacts": arts}]
     r = json.loads(report_json(score_suite_file(suite_file(tmp_path, doc, "no.json"))))
     assert r["rows"][0]["reward"] == 0.0
-    doc["trajectories"][0]["artifacts"].append({"kind": "test", "exitCode": 0, "status": "passed", "command": "pytest -q", "output": "3 passed"})
+    doc["trajectories"][0]["artifacts"].append(
+        {"kind": "test", "exitCode": 0, "status": "passed", "command": "pytest -q", "output": "3 passed"}
+    )
     r = json.loads(report_json(score_suite_file(suite_file(tmp_path, doc, "yes.json"))))
     assert r["rows"][0]["reward"] == 1.0
 
@@ -176,11 +215,23 @@ def test_evidence_needs_kind_exit_code_status_and_every_string(tmp_path):
         ({"tasks": []}, "$.tasks: List should have at least 1 item"),
         ({"tasks": "claim"}, "$.tasks: Input should be a valid list"),
         ({"tasks": [{"expectedActions": []}]}, "$.tasks[0].id: Field required"),
-        ({"tasks": [{"id": "t", "expectedActions": [{"argsContains": ["a"]}]}]}, "$.tasks[0].expectedActions[0].tool: Field required"),
-        ({"tasks": [{"id": "t", "expectedActions": [{"tool": "x", "argsContains": "a"}]}]}, "$.tasks[0].expectedActions[0].argsContains"),
-        ({"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": "zero"}]}]}, "$.tasks[0].expectedEvidence[0].exitCode"),
+        (
+            {"tasks": [{"id": "t", "expectedActions": [{"argsContains": ["a"]}]}]},
+            "$.tasks[0].expectedActions[0].tool: Field required",
+        ),
+        (
+            {"tasks": [{"id": "t", "expectedActions": [{"tool": "x", "argsContains": "a"}]}]},
+            "$.tasks[0].expectedActions[0].argsContains",
+        ),
+        (
+            {"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": "zero"}]}]},
+            "$.tasks[0].expectedEvidence[0].exitCode",
+        ),
         ({"tasks": [{"id": "t"}], "trajectories": [{"actions": []}]}, "$.trajectories[0].taskId: Field required"),
-        ({"tasks": [{"id": "t"}], "trajectories": [{"taskId": "t", "actions": [{"tool": "x", "args": [1]}]}]}, "$.trajectories[0].actions[0].args"),
+        (
+            {"tasks": [{"id": "t"}], "trajectories": [{"taskId": "t", "actions": [{"tool": "x", "args": [1]}]}]},
+            "$.trajectories[0].actions[0].args",
+        ),
         ({"tasks": [{"id": "t"}], "unhooks": [{"name": "u", "validated": "yes"}]}, "$.unhooks[0].validated"),
         ({"tasks": [{"id": "t"}], "rewardSpec": {"defaultPassReward": "high"}}, "$.rewardSpec.defaultPassReward"),
         ('{"tasks": [{"id": "t", "passReward": NaN}]}', "[nan_not_allowed]"),

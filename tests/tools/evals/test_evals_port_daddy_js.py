@@ -47,10 +47,25 @@ def one_task(task: dict, traj: dict | None = None, **suite) -> dict:
 @pytest.mark.parametrize(
     ("x", "text"),
     [
-        (1.0, "1"), (-0.0, "0"), (0.1, "0.1"), (123.456, "123.456"), (1e21, "1e+21"), (1e20, "100000000000000000000"),
-        (1.5e-7, "1.5e-7"), (1e-6, "0.000001"), (1e-7, "1e-7"), (-2.5e-10, "-2.5e-10"), (1.7976931348623157e308, "1.7976931348623157e+308"),
-        (5e-324, "5e-324"), (123e18, "123000000000000000000"), (1.2345e22, "1.2345e+22"), (float("nan"), "NaN"),
-        (float("inf"), "Infinity"), (float("-inf"), "-Infinity"), (2**53 + 1, "9007199254740992"), (10**21, "1e+21"),
+        (1.0, "1"),
+        (-0.0, "0"),
+        (0.1, "0.1"),
+        (123.456, "123.456"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (1.5e-7, "1.5e-7"),
+        (1e-6, "0.000001"),
+        (1e-7, "1e-7"),
+        (-2.5e-10, "-2.5e-10"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (5e-324, "5e-324"),
+        (123e18, "123000000000000000000"),
+        (1.2345e22, "1.2345e+22"),
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (float("-inf"), "-Infinity"),
+        (2**53 + 1, "9007199254740992"),
+        (10**21, "1e+21"),
     ],
 )
 def test_number_text_is_javascripts(x, text):
@@ -59,19 +74,32 @@ def test_number_text_is_javascripts(x, text):
 
 def test_string_is_javascripts_String():
     assert [js_string(v) for v in (True, False, None, 1.0, 2.5, "s", ["a", None, 1.0, ["b", "c"]], {"k": 1})] == [
-        "true", "false", "null", "1", "2.5", "s", "a,,1,b,c", "[object Object]",
+        "true",
+        "false",
+        "null",
+        "1",
+        "2.5",
+        "s",
+        "a,,1,b,c",
+        "[object Object]",
     ]
     assert js_string([]) == "" and js_string(12345678901234567890) == "12345678901234567000"
 
 
 def test_json_is_javascripts_JSON_stringify():
     # array-index keys first in numeric order, the rest as given ("01", "-1" and 2**32-1 are not indices)
-    assert js_json({"b": 1, "10": 2, "2": 3, "01": 4, "-1": 5, "4294967295": 6, "4294967294": 7, "a": [1.0, -0.0, 1e21]}) == (
-        '{"2":3,"10":2,"4294967294":7,"b":1,"01":4,"-1":5,"4294967295":6,"a":[1,0,1e+21]}'
+    assert js_json(
+        {"b": 1, "10": 2, "2": 3, "01": 4, "-1": 5, "4294967295": 6, "4294967294": 7, "a": [1.0, -0.0, 1e21]}
+    ) == ('{"2":3,"10":2,"4294967294":7,"b":1,"01":4,"-1":5,"4294967295":6,"a":[1,0,1e+21]}')
+    assert (
+        js_json({"n": 12345678901234567890, "big": 10**400, "f": float("inf")})
+        == '{"n":12345678901234567000,"big":null,"f":null}'
     )
-    assert js_json({"n": 12345678901234567890, "big": 10**400, "f": float("inf")}) == '{"n":12345678901234567000,"big":null,"f":null}'
     # escapes: JSON.stringify's short forms and lowercase \u00xx; U+2028, DEL and non-ASCII kept; lone surrogates escaped
-    assert js_json("\b\f\n\r\t\"\\\x01\x1f\x7f\u2028é😀\ud800") == '"\\b\\f\\n\\r\\t\\"\\\\\\u0001\\u001f\x7f\u2028é😀\\ud800"'
+    assert (
+        js_json('\b\f\n\r\t"\\\x01\x1f\x7f\u2028é😀\ud800')
+        == '"\\b\\f\\n\\r\\t\\"\\\\\\u0001\\u001f\x7f\u2028é😀\\ud800"'
+    )
     assert js_json([None, True, {"x": {}}]) == '[null,true,{"x":{}}]'
 
 
@@ -101,7 +129,9 @@ def test_rewards_average_left_to_right_like_reduce():
     ],
 )
 def test_args_contains_reads_javascripts_json_text(tmp_path, args, needle):
-    doc = one_task({"expectedActions": [{"tool": "x", "argsContains": [needle]}]}, {"actions": [{"tool": "x", "args": args}]})
+    doc = one_task(
+        {"expectedActions": [{"tool": "x", "argsContains": [needle]}]}, {"actions": [{"tool": "x", "args": args}]}
+    )
     assert score(tmp_path, doc)["rows"][0]["reward"] == 1.0
 
 
@@ -110,7 +140,9 @@ def test_exit_codes_compare_as_javascript_numbers(tmp_path):
     ev = {"kind": "test", "exitCode": 9007199254740993}
     doc = one_task({"expectedEvidence": [ev]}, {"artifacts": [{"kind": "test", "exitCode": 9007199254740992}]})
     assert score(tmp_path, doc, "a.json")["rows"][0]["reward"] == 1.0
-    doc = one_task({"expectedEvidence": [{"kind": "test", "exitCode": 0.0}]}, {"artifacts": [{"kind": "test", "exitCode": -0.0}]})
+    doc = one_task(
+        {"expectedEvidence": [{"kind": "test", "exitCode": 0.0}]}, {"artifacts": [{"kind": "test", "exitCode": -0.0}]}
+    )
     assert score(tmp_path, doc, "b.json")["rows"][0]["reward"] == 1.0
     doc = one_task({"expectedEvidence": [{"kind": "test", "exitCode": 0}]}, {"artifacts": [{"kind": "test"}]})
     assert score(tmp_path, doc, "c.json")["rows"][0]["reward"] == 0.0  # Number(undefined) is NaN
@@ -121,7 +153,9 @@ def test_empty_expected_final_contains_is_falsy_but_a_list_of_it_is_not(tmp_path
     assert empty["reward"] == 1.0 and empty["evidenceResults"] == [] and "finalCheck" not in empty
     listed = score(tmp_path, one_task({"expectedFinalContains": [""]}, {"artifacts": []}), "b.json")["rows"][0]
     assert listed["reward"] == 0.0 and listed["evidenceResults"][0]["matched"] is False  # [""] is truthy
-    listed = score(tmp_path, one_task({"expectedFinalContains": [""]}, {"artifacts": [{"kind": "x"}]}), "c.json")["rows"][0]
+    listed = score(tmp_path, one_task({"expectedFinalContains": [""]}, {"artifacts": [{"kind": "x"}]}), "c.json")[
+        "rows"
+    ][0]
     assert listed["reward"] == 1.0
 
 
@@ -133,7 +167,11 @@ def test_failure_modes_search_the_artifacts_json_text_as_given(tmp_path):
         {"name": "number", "clearWhenContains": '"duration":1}'},
         {"name": "stays", "clearWhenContains": "nowhere"},
     ]
-    arts = [{"stdout": "ok", "kind": "test"}, {"kind": "timing", "duration": 1.0}, {"kind": "log", "content": "__never__"}]
+    arts = [
+        {"stdout": "ok", "kind": "test"},
+        {"kind": "timing", "duration": 1.0},
+        {"kind": "log", "content": "__never__"},
+    ]
     row = score(tmp_path, one_task({"failureModes": modes}, {"artifacts": arts}))["rows"][0]
     # Port Daddy looks for clearWhenContains || '__never__', so a bare name is cleared by that text too
     assert row["failureModes"] == [{"name": "stays", "clearWhenContains": "nowhere"}]
@@ -170,18 +208,46 @@ def test_a_model_without_its_document_still_scores():
 MISREAD = [
     ({"rewardSpec": {"actionOrderRequired": "false"}}, "$.rewardSpec.actionOrderRequired", "wrong_type"),
     ({"rewardSpec": {"actionOrderRequired": 0}}, "$.rewardSpec.actionOrderRequired", "wrong_type"),
-    ({"rewardSpec": {"requireValidatedUnhooksForDeployment": "no"}}, "$.rewardSpec.requireValidatedUnhooksForDeployment", "wrong_type"),
+    (
+        {"rewardSpec": {"requireValidatedUnhooksForDeployment": "no"}},
+        "$.rewardSpec.requireValidatedUnhooksForDeployment",
+        "wrong_type",
+    ),
     ({"rewardSpec": {"actionOrderRequired": None}}, "$.rewardSpec.actionOrderRequired", "wrong_type"),
     ({"rewardSpec": {"defaultPassReward": "0.5"}}, "$.rewardSpec.defaultPassReward", "wrong_type"),
     ({"rewardSpec": {"defaultPassReward": True}}, "$.rewardSpec.defaultPassReward", "wrong_type"),
     ({"rewardSpec": {"actionOrderRequred": False}}, "$.rewardSpec.actionOrderRequred", "port_daddy_misread"),
     ({"tasks": [{"id": "t", "passReward": ""}]}, "$.tasks[0].passReward", "wrong_type"),
-    ({"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": None}]}]}, "$.tasks[0].expectedEvidence[0].exitCode", "port_daddy_misread"),
-    ({"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": "0"}]}]}, "$.tasks[0].expectedEvidence[0].exitCode", "wrong_type"),
-    ({"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": False}]}]}, "$.tasks[0].expectedEvidence[0].exitCode", "wrong_type"),
-    ({"trajectories": [{"taskId": "t", "artifacts": [{"kind": "test", "exitCode": None}]}]}, "$.trajectories[0].artifacts[0].exitCode", "port_daddy_misread"),
-    ({"trajectories": [{"taskId": "t", "artifacts": [{"exitCode": True}]}]}, "$.trajectories[0].artifacts[0].exitCode", "wrong_type"),
-    ({"tasks": [{"id": "t", "expectedFinalContains": ["a", "b"]}]}, "$.tasks[0].expectedFinalContains", "port_daddy_misread"),
+    (
+        {"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": None}]}]},
+        "$.tasks[0].expectedEvidence[0].exitCode",
+        "port_daddy_misread",
+    ),
+    (
+        {"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": "0"}]}]},
+        "$.tasks[0].expectedEvidence[0].exitCode",
+        "wrong_type",
+    ),
+    (
+        {"tasks": [{"id": "t", "expectedEvidence": [{"exitCode": False}]}]},
+        "$.tasks[0].expectedEvidence[0].exitCode",
+        "wrong_type",
+    ),
+    (
+        {"trajectories": [{"taskId": "t", "artifacts": [{"kind": "test", "exitCode": None}]}]},
+        "$.trajectories[0].artifacts[0].exitCode",
+        "port_daddy_misread",
+    ),
+    (
+        {"trajectories": [{"taskId": "t", "artifacts": [{"exitCode": True}]}]},
+        "$.trajectories[0].artifacts[0].exitCode",
+        "wrong_type",
+    ),
+    (
+        {"tasks": [{"id": "t", "expectedFinalContains": ["a", "b"]}]},
+        "$.tasks[0].expectedFinalContains",
+        "port_daddy_misread",
+    ),
     ({"tasks": [{"id": "t", "expectedFinalContains": []}]}, "$.tasks[0].expectedFinalContains", "port_daddy_misread"),
     ({"unhooks": [{"name": "u", "command": "c", "validated": "true"}]}, "$.unhooks[0].validated", "wrong_type"),
     ({"unhooks": [{"name": "u", "command": "c", "validated": 1}]}, "$.unhooks[0].validated", "wrong_type"),
@@ -214,8 +280,10 @@ def test_a_suite_with_many_problems_lists_five_and_leaves_no_file(tmp_path, monk
 
 
 def test_a_single_item_list_means_its_string_and_is_accepted(tmp_path):
-    doc = one_task({"expectedFinalContains": ["refused"], "expectedFinalKind": "refusal"},
-                   {"artifacts": [{"kind": "refusal", "content": "refused: remote script"}]})
+    doc = one_task(
+        {"expectedFinalContains": ["refused"], "expectedFinalKind": "refusal"},
+        {"artifacts": [{"kind": "refusal", "content": "refused: remote script"}]},
+    )
     assert validate_file(write(tmp_path, doc, "v.json")).ok
     assert score(tmp_path, doc)["rows"][0]["reward"] == 1.0
 
@@ -237,11 +305,26 @@ def _leaves(value, path=()):
             yield from _leaves(v, path + (i,))
 
 
-_READ_BY_PORT_DADDY = frozenset({
-    "actionOrderRequired", "requireValidatedUnhooksForDeployment", "defaultPassReward", "passReward", "exitCode",
-    "validated", "expectedFinalContains", "expectedFinalKind", "failureModes", "clearWhenContains", "finalState",
-    "args", "argsContains", "contains", "taskId", "id",
-})
+_READ_BY_PORT_DADDY = frozenset(
+    {
+        "actionOrderRequired",
+        "requireValidatedUnhooksForDeployment",
+        "defaultPassReward",
+        "passReward",
+        "exitCode",
+        "validated",
+        "expectedFinalContains",
+        "expectedFinalKind",
+        "failureModes",
+        "clearWhenContains",
+        "finalState",
+        "args",
+        "argsContains",
+        "contains",
+        "taskId",
+        "id",
+    }
+)
 
 
 def _mutants(doc, seen: set):
@@ -251,7 +334,9 @@ def _mutants(doc, seen: set):
         if is_key:
             yield f"del {path}", _apply(doc, path, None, delete=True)
         shape = tuple("*" if isinstance(p, int) else p for p in path)  # full palette once per place in the format
-        full = shape not in seen and (path[-1] in _READ_BY_PORT_DADDY or any(p in ("rewardSpec", "unhooks") for p in path))
+        full = shape not in seen and (
+            path[-1] in _READ_BY_PORT_DADDY or any(p in ("rewardSpec", "unhooks") for p in path)
+        )
         seen.add(shape)
         values = _VALUES if full else [_VALUES[i % len(_VALUES)]]
         for v in values:
@@ -298,8 +383,16 @@ def test_score_and_validate_agree_on_every_mutated_suite(tmp_path):
             assert not forced.ok
             f = forced.errors[0]
             # a non-JSON number is found while reading the file here and while re-serialising there: same code
-            same = f"{f.json_path}: [{f.code}]" if f.code == "nan_not_allowed" else f"{f.json_path}: {f.message} [{f.code}]"
-            assert same in re.sub(r"\$: .* \[nan_not_allowed\]", "$: [nan_not_allowed]", scored_error), (fixture, name, scored_error)
+            same = (
+                f"{f.json_path}: [{f.code}]"
+                if f.code == "nan_not_allowed"
+                else f"{f.json_path}: {f.message} [{f.code}]"
+            )
+            assert same in re.sub(r"\$: .* \[nan_not_allowed\]", "$: [nan_not_allowed]", scored_error), (
+                fixture,
+                name,
+                scored_error,
+            )
             refused += 1
         checked += 1
     assert checked > 500 and 0.2 < refused / checked < 0.9, (checked, refused)

@@ -33,7 +33,11 @@ def world(tmp_path_factory):
     sb.claim(io.SandboxClaimInput(sandbox_id=good.sandbox_id, paths=["shopcart/pricing.py"]))
     sb.write_file(io.SandboxWriteFileInput(sandbox_id=good.sandbox_id, path="shopcart/pricing.py", content=FIXED))
     sb.exec(io.SandboxExecInput(sandbox_id=good.sandbox_id, command="python -m pytest -q"))
-    sb.finish(io.SandboxFinishInput(sandbox_id=good.sandbox_id, message="Ran python -m pytest -q after the edit: all tests passed."))
+    sb.finish(
+        io.SandboxFinishInput(
+            sandbox_id=good.sandbox_id, message="Ran python -m pytest -q after the edit: all tests passed."
+        )
+    )
     bad = sb.reset(io.SandboxResetInput(task_id=TASK, agent_name="careless"))
     sb.write_file(io.SandboxWriteFileInput(sandbox_id=bad.sandbox_id, path="shopcart/pricing.py", content=FIXED))
     sb.finish(io.SandboxFinishInput(sandbox_id=bad.sandbox_id, message="Fixed it. All tests pass."))
@@ -72,13 +76,15 @@ def test_eval_gate_service_is_read_only_and_explains(world):
     out = s.evals.gate(EvalGateInput(gate="default", task_id=TASK))
     assert not out.verdict.passed
     checks = {c.name: c for c in out.verdict.checks}
-    assert checks["min_pass_rate"].measured == 0.5 and "1 more of the 1 failing" in checks["min_pass_rate"].what_would_change
+    assert (
+        checks["min_pass_rate"].measured == 0.5
+        and "1 more of the 1 failing" in checks["min_pass_rate"].what_would_change
+    )
     assert out.gates_available == ["default", "deploy"] and "human" in out.note
     ok = s.evals.gate(EvalGateInput(session_ids=[world["good"]]))
     assert ok.verdict.passed
     with pytest.raises(ActionError, match="unknown gate"):
         s.evals.gate(EvalGateInput(gate="promote-me"))
-
 
 
 @pytest.mark.anyio
@@ -149,12 +155,17 @@ def test_cli_scores_the_atif_jsonl_that_export_atif_writes(world, tmp_path):
     # A bad line is a problem naming file and line; the other lines still score.
     lines = data.read_text().splitlines()
     mixed = tmp_path / "mixed.atif.jsonl"
-    mixed.write_text("\n".join([lines[0], "{oops", json.dumps({"schema_version": "ATIF-v1.5", "steps": []}), lines[1]]) + "\n")
+    mixed.write_text(
+        "\n".join([lines[0], "{oops", json.dumps({"schema_version": "ATIF-v1.5", "steps": []}), lines[1]]) + "\n"
+    )
     r = runner.invoke(app, ["score", str(mixed), "--json", "--home", home])
     assert r.exit_code == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert doc["stats"]["trajectories"] == 2
-    assert [(p["source"], p["where"]) for p in doc["problems"]] == [("mixed.atif.jsonl:2", "$"), ("mixed.atif.jsonl:3", "$.session_id")]
+    assert [(p["source"], p["where"]) for p in doc["problems"]] == [
+        ("mixed.atif.jsonl:2", "$"),
+        ("mixed.atif.jsonl:3", "$.session_id"),
+    ]
     # Every line bad: nothing scored is invalid input (exit 2), the message names file and line.
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n" + json.dumps({"steps": [], "session_id": "x", "schema_version": "v9"}) + "\n")

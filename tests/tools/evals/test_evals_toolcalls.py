@@ -22,7 +22,11 @@ GOOD = '<tool_call>{"name": "sandbox_exec", "arguments": {"command": "ls"}}</too
 
 
 def test_well_formed_calls():
-    text = "thinking...\n" + GOOD + "\n<tool_call>\n{\"name\": \"sandbox_claim\", \"arguments\": \"{\\\"paths\\\": [\\\"a.py\\\"]}\"}\n</tool_call>"
+    text = (
+        "thinking...\n"
+        + GOOD
+        + '\n<tool_call>\n{"name": "sandbox_claim", "arguments": "{\\"paths\\": [\\"a.py\\"]}"}\n</tool_call>'
+    )
     calls, errors = parse_tool_calls(text)
     assert errors == []
     assert [(c.index, c.name, c.arguments) for c in calls] == [
@@ -50,7 +54,10 @@ def test_openai_style_function_wrapper():
         ("<tool_call>   </tool_call>", "empty tool call"),
         ('<tool_call>{"name": "f", "arguments": {}}', "unclosed <tool_call>"),
         ('{"name": "f", "arguments": {}}</tool_call>', "stray </tool_call>"),
-        ('<tool_call>{"name": "f"<tool_call>{"name": "g", "arguments": {}}</tool_call>', "unclosed <tool_call>: another"),
+        (
+            '<tool_call>{"name": "f"<tool_call>{"name": "g", "arguments": {}}</tool_call>',
+            "unclosed <tool_call>: another",
+        ),
     ],
 )
 def test_malformed_calls_are_errors_not_crashes(text, reason):
@@ -66,7 +73,12 @@ def test_non_text_output():
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
-@given(st.lists(st.sampled_from(list('<>/{}[]":,namergs 0\\\n') + ["<tool_call>", "</tool_call>", '"name"', '"arguments"']), max_size=60).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(list('<>/{}[]":,namergs 0\\\n') + ["<tool_call>", "</tool_call>", '"name"', '"arguments"']),
+        max_size=60,
+    ).map("".join)
+)
 def test_parser_never_raises(text):
     calls, errors = parse_tool_calls(text)
     for c in calls:
@@ -89,7 +101,9 @@ def test_failed_steps_are_recorded_and_scored(tmp_path):
         trajectory = store.trajectories.get(t.session_id)
     finally:
         store.close()
-    spec = RewardSpec.model_validate({"criteria": [{"id": "b", "type": "budget", "max_steps": 10}, {"id": "l", "type": "no_loops"}]})
+    spec = RewardSpec.model_validate(
+        {"criteria": [{"id": "b", "type": "budget", "max_steps": 10}, {"id": "l", "type": "no_loops"}]}
+    )
     report = score_trajectory(trajectory, spec)
     assert report.malformed_tool_calls == 2
     assert any("malformed" in w for w in report.warnings)
@@ -113,7 +127,10 @@ def test_loop_flagged_when_results_marked_as_errors():
 
 
 def test_loop_flagged_when_client_did_not_mark_errors():
-    steps = [step(i, "Read", {"file_path": "missing.py"}, provenance="hook", output="Error: No such file or directory") for i in (1, 2, 3, 4)]
+    steps = [
+        step(i, "Read", {"file_path": "missing.py"}, provenance="hook", output="Error: No such file or directory")
+        for i in (1, 2, 3, 4)
+    ]
     (loop,) = detect_loops(steps)
     assert loop.repeats == 4
     report = score_trajectory(traj(steps), RewardSpec.model_validate({"criteria": [{"id": "l", "type": "no_loops"}]}))
@@ -123,6 +140,10 @@ def test_loop_flagged_when_client_did_not_mark_errors():
 def test_no_loop_when_calls_differ_succeed_or_are_too_few():
     differing = [run(i, f"python -m pytest -k t{i}", 1, output="1 failed") for i in (1, 2, 3)]
     succeeding = [run(i, "ls", 0, output="a.py") for i in (1, 2, 3)]
-    two = [run(i, "make", 2, output="error: no rule") for i in (1, 2)] + [run(3, "ls", 0)] + [run(4, "make", 2, output="error")]
+    two = (
+        [run(i, "make", 2, output="error: no rule") for i in (1, 2)]
+        + [run(3, "ls", 0)]
+        + [run(4, "make", 2, output="error")]
+    )
     assert detect_loops(differing) == [] and detect_loops(succeeding) == [] and detect_loops(two) == []
     assert len(detect_loops(two, min_repeats=2)) == 1

@@ -1,4 +1,4 @@
-""""Saw it fail first" and "the suite passed after the last edit" are decided by the server's own
+""" "Saw it fail first" and "the suite passed after the last edit" are decided by the server's own
 run of the recorded tree (issue 10 §2), replayed through the real sandbox service.
 
 The fakes: a ``pytest`` module kept in ``__pycache__/`` (a tool-cache folder never recorded as a
@@ -37,7 +37,9 @@ def svc(tmp_path_factory):
 
 
 def _known_bad(svc, task_id: str) -> float:
-    ep = anyio.run(lambda: play_script(service_caller(svc.sandbox), task_id, *TASKS[task_id].scripted("known_bad"), agent="kb"))
+    ep = anyio.run(
+        lambda: play_script(service_caller(svc.sandbox), task_id, *TASKS[task_id].scripted("known_bad"), agent="kb")
+    )
     return ep.finish["reward"]
 
 
@@ -75,11 +77,15 @@ def test_fake_failure_from_a_pycache_pytest_is_not_seeing_it_fail(svc):
     ep = Episode(svc, task)
     ep.claim("csvtools/split.py")
     ep.write("csvtools/split.py", _fix(task, "split.py"))
-    faked = ep.exec(fake_pytest_in_pycache(f"FAILED {focus}::test_trims - AssertionError\n1 failed, 1 passed in 0.01s", 1, focus))
+    faked = ep.exec(
+        fake_pytest_in_pycache(f"FAILED {focus}::test_trims - AssertionError\n1 failed, 1 passed in 0.01s", 1, focus)
+    )
     assert faked.exit_code == 1 and "1 failed" in faked.stdout  # the fake really ran
     ep.exec(f"python -m pytest -q {focus}")
     ep.exec("python -m pytest -q")
-    out, crit, _ = ep.finish(f"Fixed split_fields. `python -m pytest -q {focus}` failed first, then passed; `python -m pytest -q`: 3 passed (exit 0).")
+    out, crit, _ = ep.finish(
+        f"Fixed split_fields. `python -m pytest -q {focus}` failed first, then passed; `python -m pytest -q`: 3 passed (exit 0)."
+    )
     c = crit["focused_test_first"]
     assert c.status == "fail", c.explanation
     step = svc.sandbox.store.trajectories.get(ep.session).steps
@@ -99,7 +105,9 @@ def test_plugin_ini_in_a_cache_folder_is_not_a_passing_suite(svc):
     for args in (focus, ""):
         faked = ep.exec(plugin_ini_in_cache(args))
         assert faked.exit_code == 0 and "passed" in faked.stdout, faked.stdout + faked.stderr
-    out, crit, _ = ep.finish(f"Fixed days_between. `python -m pytest -q {focus}` failed before and passes now; `python -m pytest -q`: 3 passed (exit 0).")
+    out, crit, _ = ep.finish(
+        f"Fixed days_between. `python -m pytest -q {focus}` failed before and passes now; `python -m pytest -q`: 3 passed (exit 0)."
+    )
     assert crit["focused_test_first"].status == "fail", crit["focused_test_first"].explanation
     assert crit["evidence_in_final_message"].status == "fail", crit["evidence_in_final_message"].explanation
     assert "server's own run" in crit["evidence_in_final_message"].explanation
@@ -116,9 +124,15 @@ def test_a_planted_cache_file_is_gone_before_the_next_command(svc):
 
 def test_honest_runs_agree_with_the_server(svc):
     task = "failing-test-repair/train-1"
-    ep = anyio.run(lambda: play_script(service_caller(svc.sandbox), task, *TASKS[task].scripted("oracle"), agent="oracle"))
+    ep = anyio.run(
+        lambda: play_script(service_caller(svc.sandbox), task, *TASKS[task].scripted("oracle"), agent="oracle")
+    )
     assert ep.finish["passed"], ep.finish["failed_criteria"]
-    runs = [s.extra["trusted_run"] for s in svc.sandbox.store.trajectories.get(ep.finish["session_id"]).steps if "trusted_run" in s.extra]
+    runs = [
+        s.extra["trusted_run"]
+        for s in svc.sandbox.store.trajectories.get(ep.finish["session_id"]).steps
+        if "trusted_run" in s.extra
+    ]
     assert [r["result"] for r in runs] == ["fail", "pass", "pass"]
     assert runs[0]["selection"] == ["tests/test_days.py"] and runs[2]["selection"] == []
     report = svc.sandbox.eval_score(io.EvalScoreInput(session_id=ep.finish["session_id"])).report
@@ -134,9 +148,18 @@ FILES = {"tests", "tests/test_days.py", "datekit", "datekit/days.py"}
     ("words", "expected"),
     [
         (("python", "-m", "pytest", "-q", "tests/test_days.py"), ["tests/test_days.py"]),
-        (("pytest", "-p", "evil", "-c", ".pytest_cache/x.ini", "-o", "addopts=-p evil", "--rootdir", "/", "tests"), ["tests"]),
-        (("pytest", "-k", "leap and not feb", "-x", "tests/test_days.py::test_leap"), ["-k", "leap and not feb", "tests/test_days.py::test_leap"]),
-        (("python3", "-m", "unittest", "tests.test_days.DaysTest.test_leap"), ["tests/test_days.py::DaysTest::test_leap"]),
+        (
+            ("pytest", "-p", "evil", "-c", ".pytest_cache/x.ini", "-o", "addopts=-p evil", "--rootdir", "/", "tests"),
+            ["tests"],
+        ),
+        (
+            ("pytest", "-k", "leap and not feb", "-x", "tests/test_days.py::test_leap"),
+            ["-k", "leap and not feb", "tests/test_days.py::test_leap"],
+        ),
+        (
+            ("python3", "-m", "unittest", "tests.test_days.DaysTest.test_leap"),
+            ["tests/test_days.py::DaysTest::test_leap"],
+        ),
         (("make", "test"), []),
         (("python", "-m", "unittest", "discover"), []),
     ],
@@ -147,7 +170,13 @@ def test_selection_keeps_what_to_run_and_drops_how(words, expected):
 
 @pytest.mark.parametrize(
     "words",
-    [("pytest", "../outside/test_x.py"), ("pytest", "/etc/passwd"), ("pytest", "--ignore=../x"), ("tox",), ("python", "-m", "unittest", "no.such.mod")],
+    [
+        ("pytest", "../outside/test_x.py"),
+        ("pytest", "/etc/passwd"),
+        ("pytest", "--ignore=../x"),
+        ("tox",),
+        ("python", "-m", "unittest", "no.such.mod"),
+    ],
 )
 def test_selection_refuses_what_it_cannot_rerun_inside_the_tree(words):
     sel, why = selection(words, FILES.__contains__)

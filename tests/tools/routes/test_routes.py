@@ -52,8 +52,16 @@ def test_base_agent_mostly_passes_means_a_prompt():
 
 def test_verifiable_multi_turn_with_variance_means_agentic_grpo():
     rec = recommend(
-        RouteSignals(passing=20, failing=30, verifiable_reward=True, multi_turn_tool_use=True,
-                     zero_variance_fraction=0.2, heldout_attempts=8, base_model_params="1.5B", gpu="H100"),
+        RouteSignals(
+            passing=20,
+            failing=30,
+            verifiable_reward=True,
+            multi_turn_tool_use=True,
+            zero_variance_fraction=0.2,
+            heldout_attempts=8,
+            base_model_params="1.5B",
+            gpu="H100",
+        ),
         base_model="Qwen/Qwen2.5-1.5B-Instruct",
     )
     assert rec.intervention == "agentic_grpo" and rec.trainer == "agentic_grpo" and rec.train_now
@@ -64,7 +72,11 @@ def test_verifiable_multi_turn_with_variance_means_agentic_grpo():
 
 
 def test_single_turn_verifiable_means_grpo():
-    rec = recommend(RouteSignals(passing=10, failing=30, verifiable_reward=True, multi_turn_tool_use=False, zero_variance_fraction=0.0))
+    rec = recommend(
+        RouteSignals(
+            passing=10, failing=30, verifiable_reward=True, multi_turn_tool_use=False, zero_variance_fraction=0.0
+        )
+    )
     assert rec.intervention == "grpo" and rec.trainer == "grpo"
 
 
@@ -103,12 +115,20 @@ def test_not_enough_data_means_do_not_train_yet():
 
 
 def test_no_reward_variance_means_grpo_would_learn_nothing():
-    rec = recommend(RouteSignals(passing=30, failing=30, verifiable_reward=True, multi_turn_tool_use=True, zero_variance_fraction=1.0))
+    rec = recommend(
+        RouteSignals(
+            passing=30, failing=30, verifiable_reward=True, multi_turn_tool_use=True, zero_variance_fraction=1.0
+        )
+    )
     assert rec.intervention == "sft" and rec.train_now
     reason = next(r for r in rec.reasons if r.rule == "rl-no-variance")
     assert reason.value == 1.0 and "learn nothing" in reason.text
     blocked = rec.alternatives[-1]
-    assert blocked.intervention == "agentic_grpo" and blocked.why.startswith("blocked:") and "no reward variance" in blocked.why
+    assert (
+        blocked.intervention == "agentic_grpo"
+        and blocked.why.startswith("blocked:")
+        and "no reward variance" in blocked.why
+    )
 
 
 def test_qlora_because_lora_does_not_fit_on_this_gpu():
@@ -131,8 +151,17 @@ def test_nothing_fits_is_a_missing_prerequisite():
 
 
 def test_every_reason_cites_a_rule_of_the_table_and_its_source():
-    rec = recommend(RouteSignals(passing=20, failing=30, verifiable_reward=True, multi_turn_tool_use=True,
-                                 zero_variance_fraction=0.2, base_model_params="7B", gpu="A10G"))
+    rec = recommend(
+        RouteSignals(
+            passing=20,
+            failing=30,
+            verifiable_reward=True,
+            multi_turn_tool_use=True,
+            zero_variance_fraction=0.2,
+            base_model_params="7B",
+            gpu="A10G",
+        )
+    )
     for r in rec.reasons:
         assert r.rule in RULES and r.source
 
@@ -244,7 +273,8 @@ def test_store_signals_from_real_runs(played):
     assert v["heldout_attempts"] == 4
     assert v["verifiable_reward"] is True and v["multi_turn_tool_use"] is True and v["fixed_rule"] is False
     assert {k: (c.passed, c.failed) for k, c in v["variants"].items()} == {
-        **{t: (1, 1) for t in TRAIN}, **{t: (2, 0) for t in HELDOUT}
+        **{t: (1, 1) for t in TRAIN},
+        **{t: (2, 0) for t in HELDOUT},
     }
     assert d.sources["passing"] == "store" and d.sources["verifiable_reward"] == "tasks"
 
@@ -313,11 +343,17 @@ def test_cli_route_table_json_and_exit_codes(tmp_path):
 
     runner = CliRunner()
     home = str(tmp_path / "home")
-    r = runner.invoke(app, ["route", "--params", "13B", "--gpu", "T4", "--demonstrations", "500", "--json", "--home", home])
+    r = runner.invoke(
+        app, ["route", "--params", "13B", "--gpu", "T4", "--demonstrations", "500", "--json", "--home", home]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["adapter"] == "qlora"
     r = runner.invoke(app, ["route", "--fixed-rule", "--home", home])
     assert r.exit_code == 0 and "route: rule" in r.stdout and "fixed-rule" in r.stdout
-    for args, needle in ((["--params", "7"], "has no unit"), (["--behaviour", "nope"], "unknown behaviour"), (["--pairs", "-2"], "--preference-pairs")):
+    for args, needle in (
+        (["--params", "7"], "has no unit"),
+        (["--behaviour", "nope"], "unknown behaviour"),
+        (["--pairs", "-2"], "--preference-pairs"),
+    ):
         r = runner.invoke(app, ["route", *args, "--home", home])
         assert r.exit_code == 2 and needle in r.stderr and "Next step" in r.stderr, r.stderr

@@ -41,12 +41,14 @@ def write_task(
     """Build a small, valid user task folder under ``root`` and return it."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "repo").mkdir(exist_ok=True)
-    for rel, text in (files or {"answer.txt": "0\n", "tests/test_answer.py": "def test_ok():\n    assert True\n"}).items():
+    for rel, text in (
+        files or {"answer.txt": "0\n", "tests/test_answer.py": "def test_ok():\n    assert True\n"}
+    ).items():
         p = root / "repo" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     (root / "tests").mkdir(exist_ok=True)
-    (root / "tests" / "test.sh").write_text(f"#!/usr/bin/env bash\nset -u\ncd \"$SANDBOX_REPO\" || exit 2\n{verifier}\n")
+    (root / "tests" / "test.sh").write_text(f'#!/usr/bin/env bash\nset -u\ncd "$SANDBOX_REPO" || exit 2\n{verifier}\n')
     (root / "instruction.md").write_text("# Demo\n\nPut 42 in answer.txt.\n")
     reward = reward or textwrap.dedent(
         """
@@ -58,9 +60,7 @@ def write_task(
         """
     )
     (root / "task.toml").write_text(
-        f'id = "{task_id}"\nbehaviour = "demo"\n{toml_extra}\n'
-        + (f"[limits]\n{limits}\n" if limits else "")
-        + reward
+        f'id = "{task_id}"\nbehaviour = "demo"\n{toml_extra}\n' + (f"[limits]\n{limits}\n" if limits else "") + reward
     )
     if oracle is not None or known_bad is not None:
         (root / "solution").mkdir(exist_ok=True)
@@ -101,4 +101,3 @@ def peak_processes(uid: int):
     finally:
         stop.set()
         watcher.join()
-

@@ -22,7 +22,6 @@ def svc(tmp_path_factory):
     s.close()
 
 
-
 def test_direction_check_passes_for_the_builtin_task(svc):
     result = direction_check(svc.sandbox, TASK)
     assert result.ok, result.problems
@@ -35,8 +34,8 @@ def test_inverted_spec_is_refused_for_training(tmp_path):
     toml = (task_dir / "task.toml").read_text()
     head = toml.split("[reward]")[0].replace('id = "claim-before-edit"', 'id = "claim-before-edit-inverted"')
     inverted = head + (
-        "[reward]\naggregation = \"all\"\n\n[[reward.criteria]]\nid = \"never_claim\"\ntype = \"forbidden_action\"\n"
-        "action = { tool = \"sandbox_claim\" }\n"
+        '[reward]\naggregation = "all"\n\n[[reward.criteria]]\nid = "never_claim"\ntype = "forbidden_action"\n'
+        'action = { tool = "sandbox_claim" }\n'
     )
     (task_dir / "task.toml").write_text(inverted)
     assert tomllib.loads(inverted)["id"] == "claim-before-edit-inverted"

@@ -79,13 +79,22 @@ def test_path_escapes_are_refused_recorded_and_change_nothing(bwrap_services, tm
         _all_file_tools_refuse(bwrap_services, sid, path)
     # links made with the shell: to /etc, to the canary (last component), dangling, linked ancestor
     res = run(
-        bwrap_services, sid,
+        bwrap_services,
+        sid,
         f"ln -s /etc etc_link && ln -s {canary.file} last && ln -s {canary.dir}/new.txt dangling "
         f"&& ln -s {canary.dir} anc && ln -s /dev/zero zero && mkfifo fifo && ls -la",
     )
     assert res.exit_code == 0, res.stderr
-    for path in ("etc_link/passwd", "etc_link/pwned", "last", "dangling", "anc/canary.txt",
-                 "anc/new/deeper/file.txt", "anc/new.txt", "zero"):
+    for path in (
+        "etc_link/passwd",
+        "etc_link/pwned",
+        "last",
+        "dangling",
+        "anc/canary.txt",
+        "anc/new/deeper/file.txt",
+        "anc/new.txt",
+        "zero",
+    ):
         _all_file_tools_refuse(bwrap_services, sid, path)
     # a FIFO is refused, not read (which would block forever) or written
     msg = _refused(bwrap_services, sid, sb.read_file, SandboxReadFileInput(sandbox_id=sid, path="fifo"))
@@ -113,7 +122,9 @@ def test_device_files_and_hard_links_are_refused(bwrap_services, tmp_path):
     msg = _refused(bwrap_services, sid, sb.read_file, SandboxReadFileInput(sandbox_id=sid, path="null"))
     assert "device" in msg
     _refused(bwrap_services, sid, sb.write_file, SandboxWriteFileInput(sandbox_id=sid, path="null", content="x"))
-    msg = _refused(bwrap_services, sid, sb.write_file, SandboxWriteFileInput(sandbox_id=sid, path="hardlink.txt", content="x"))
+    msg = _refused(
+        bwrap_services, sid, sb.write_file, SandboxWriteFileInput(sandbox_id=sid, path="hardlink.txt", content="x")
+    )
     assert "hard link" in msg
     assert canary.intact()
 
@@ -130,7 +141,13 @@ def test_symlinks_shipped_in_a_fixture_are_refused(tmp_path):
     try:
         out = reset(services, "user/links")
         assert {"shipped_file", "shipped_dir", "etc"} <= set(out.files)
-        for path in ("shipped_file", "shipped_dir/canary.txt", "shipped_dir/new/file", "etc/hostname", "shipped_dangling"):
+        for path in (
+            "shipped_file",
+            "shipped_dir/canary.txt",
+            "shipped_dir/new/file",
+            "etc/hostname",
+            "shipped_dangling",
+        ):
             _all_file_tools_refuse(services, out.sandbox_id, path)
     finally:
         services.sandbox.close()
@@ -208,7 +225,8 @@ def test_host_environment_and_secret_folders_are_invisible(bwrap_services, monke
     sid = reset(bwrap_services).sandbox_id
     home = bwrap_services.settings.home
     res = run(
-        bwrap_services, sid,
+        bwrap_services,
+        sid,
         "env; cat /proc/self/environ; cat /proc/1/environ; grep -rs sk-live /proc/*/environ; "
         f"ls -A /root /home {home} {BUILTIN_TASKS_DIR}; cat {home}/store.db | head -c 100; "
         f"ls {BUILTIN_TASKS_DIR}/claim-before-edit/tests",
@@ -240,7 +258,8 @@ def test_only_system_folders_and_the_interpreter_are_visible(bwrap_services):
         sid = reset(bwrap_services).sandbox_id
         paths = " ".join(f"{d} {d}/tasks/{hidden}" for d in decoys)
         res = run(
-            bwrap_services, sid,
+            bwrap_services,
+            sid,
             f"cat {paths}; ls -AR {' '.join(str(d) for d in decoys)}; grep -rs DECOY_HIDDEN / --include=*.py -l "
             f"--exclude-dir=proc --exclude-dir=usr; cat {checkout}/pyproject.toml {BUILTIN_TASKS_DIR.parent}/__init__.py",
         )
@@ -265,7 +284,8 @@ def test_only_system_folders_and_the_interpreter_are_visible(bwrap_services):
             assert gone not in root or gone in allowed
         # the tools a task needs still work
         tools = run(
-            bwrap_services, sid,
+            bwrap_services,
+            sid,
             "set -e; python -c 'import sys; print(\"py\", sys.version_info[0])'; python -m pytest --version; "
             "git --version; g=$(mktemp -d); git -C $g init -q; git -C $g -c user.name=a -c user.email=a@b "
             "commit -q --allow-empty -m x; git -C $g log --oneline | wc -l; "
@@ -302,7 +322,9 @@ def test_one_gigabyte_of_output_is_counted_and_cut(bwrap_services):
     assert res.exit_code == 0 and res.limit_hit is None
     assert res.stdout_bytes == 1 << 30
     assert len(res.stdout) < 20_000 and "more bytes cut" in res.stdout
-    assert res.output_path and CUT_MARKER.format(cut=(1 << 30) - 65536, limit=65536) in Path(res.output_path).read_text()
+    assert (
+        res.output_path and CUT_MARKER.format(cut=(1 << 30) - 65536, limit=65536) in Path(res.output_path).read_text()
+    )
     step = steps(bwrap_services, sid)[-1]
     assert step.extra["stdout_bytes"] == 1 << 30
     assert elapsed < 30
@@ -360,7 +382,9 @@ def test_verifier_is_copied_fresh_and_its_result_folder_emptied(tmp_path):
 def test_edits_to_protected_test_paths_are_recorded(bwrap_services):
     sb = bwrap_services.sandbox
     sid = reset(bwrap_services).sandbox_id
-    w = sb.write_file(SandboxWriteFileInput(sandbox_id=sid, path="tests/test_pricing.py", content="def test_x():\n    pass\n"))
+    w = sb.write_file(
+        SandboxWriteFileInput(sandbox_id=sid, path="tests/test_pricing.py", content="def test_x():\n    pass\n")
+    )
     assert w.warning and "protected" in w.warning
     assert steps(bwrap_services, sid)[-1].extra["protected_paths_touched"] == ["tests/test_pricing.py"]
     run(bwrap_services, sid, "echo '# x' >> tests/test_cart.py")
@@ -387,7 +411,9 @@ def test_test_config_written_by_the_agent_cannot_decide_the_reward(bwrap_service
     sid = reset(bwrap_services).sandbox_id
     for path in ("conftest.py", "tests/conftest.py"):
         sb.write_file(SandboxWriteFileInput(sandbox_id=sid, path=path, content=FORCE_PASS))
-    sb.write_file(SandboxWriteFileInput(sandbox_id=sid, path="pytest.ini", content="[pytest]\naddopts = -p no:terminal\n"))
+    sb.write_file(
+        SandboxWriteFileInput(sandbox_id=sid, path="pytest.ini", content="[pytest]\naddopts = -p no:terminal\n")
+    )
     assert run(bwrap_services, sid, "python -m pytest -q").exit_code == 0  # the agent's own run is fooled
     out = sb.finish(SandboxFinishInput(sandbox_id=sid, message="Ran `python -m pytest -q`: all passed."))
     assert out.verifier_exit_code not in (0, None), out.verifier_output

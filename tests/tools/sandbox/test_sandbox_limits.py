@@ -41,7 +41,9 @@ def make(tmp_path, bwrap_services):
     ``(services, reset_output, sandbox_root)``."""
 
     def build(limits: str = "", files: dict[str, str] | None = None, verifier: str = "grep -q 42 answer.txt"):
-        task_dir = write_task(tmp_path / "tasks" / "lim", "user/limits", files=files or FIXTURE, limits=limits, verifier=verifier)
+        task_dir = write_task(
+            tmp_path / "tasks" / "lim", "user/limits", files=files or FIXTURE, limits=limits, verifier=verifier
+        )
         settings = Settings(home=tmp_path / "home", isolation="bwrap", task_dirs=(task_dir.parent,))
         services = Services.build(settings)
         built.append(services)
@@ -72,7 +74,9 @@ def tree_files(root: Path) -> dict[str, bytes | str]:
 
 
 def reset_again(services, out):
-    return services.sandbox.reset(SandboxResetInput(task_id="user/limits", sandbox_id=out.sandbox_id, agent_name="test"))
+    return services.sandbox.reset(
+        SandboxResetInput(task_id="user/limits", sandbox_id=out.sandbox_id, agent_name="test")
+    )
 
 
 # -- /tmp and /var/tmp ---------------------------------------------------------------------------
@@ -82,7 +86,11 @@ def test_tmp_is_sized_from_memory_and_a_full_tmp_is_a_limit_hit(make):
     sizes = [int(line.split()[1]) for line in res.stdout.splitlines()]
     assert sizes == [64 * 1024, 64 * 1024], res.stdout  # memory_mb // 4 each: both together half the memory
     # many files, each under the file-size limit: the tmpfs fills, not the host's RAM
-    res = run(services, out.sandbox_id, "for i in 1 2 3 4 5 6; do head -c 20M /dev/zero > /tmp/f$i || { du -sk /tmp; exit 1; }; done")
+    res = run(
+        services,
+        out.sandbox_id,
+        "for i in 1 2 3 4 5 6; do head -c 20M /dev/zero > /tmp/f$i || { du -sk /tmp; exit 1; }; done",
+    )
     assert res.limit_hit == "tmp_space" and "No space left" in res.stderr
     assert int(res.stdout.split()[0]) <= 64 * 1024 + 64
     res = run(services, out.sandbox_id, "head -c 80M /dev/zero > /var/tmp/big")
@@ -146,7 +154,7 @@ def test_disk_quota_counts_the_git_store_growth(make):
     sid = out.sandbox_id
     hit = None
     for i in range(40):
-        content = f"{i}\n" + os.urandom(450_000).hex()[: 900_000]
+        content = f"{i}\n" + os.urandom(450_000).hex()[:900_000]
         res = services.sandbox.write_file(SandboxWriteFileInput(sandbox_id=sid, path="data.txt", content=content))
         if res.warning and "over its disk limit" in res.warning:
             hit = i
@@ -258,7 +266,8 @@ def test_gitattributes_of_the_agent_change_nothing(make):
     services, out, _root = make()
     sid = out.sandbox_id
     res = run(
-        services, sid,
+        services,
+        sid,
         "printf 'answer.txt export-ignore\\n*.bin working-tree-encoding=UTF-16\\n* filter=evil\\n' > .gitattributes"
         " && printf '\\xff\\xfe\\xfd' > bad.bin && echo 42 > answer.txt",
     )

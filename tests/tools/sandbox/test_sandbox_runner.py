@@ -126,8 +126,14 @@ def test_endless_output_is_killed(env):
 def test_environment_is_not_inherited(env, monkeypatch):
     monkeypatch.setenv("AGENT_RL_SANDBOX_TEST_SECRET", "sk-live-should-never-leak")
     iso, cwd, uid = env
-    res = run_command("env; cat /proc/self/environ", cwd=cwd, limits=Limits(), isolation=iso, uid=uid,
-                      credentials={"FAKE_API_KEY": "fake-not-a-secret"})
+    res = run_command(
+        "env; cat /proc/self/environ",
+        cwd=cwd,
+        limits=Limits(),
+        isolation=iso,
+        uid=uid,
+        credentials={"FAKE_API_KEY": "fake-not-a-secret"},
+    )
     assert "sk-live" not in res.stdout
     assert "FAKE_API_KEY=fake-not-a-secret" in res.stdout
 
@@ -137,8 +143,13 @@ def test_fork_bomb_is_contained_and_cleaned_up(env):
     iso, cwd, uid = env
     assert uid is not None
     with peak_processes(uid) as peak:
-        res = run_command("bomb(){ bomb | bomb & }; bomb; sleep 60", cwd=cwd, isolation=iso, uid=uid,
-                          limits=Limits(processes=32, wall_seconds=3))
+        res = run_command(
+            "bomb(){ bomb | bomb & }; bomb; sleep 60",
+            cwd=cwd,
+            isolation=iso,
+            uid=uid,
+            limits=Limits(processes=32, wall_seconds=3),
+        )
     assert res.limit_hit == "wall_time"
     assert 4 <= peak[0] <= 32, f"peak {peak[0]} processes"
     assert pids_of_uid(uid) == []
@@ -150,8 +161,11 @@ def test_live_processes_kill_all(env):
     live = LiveProcesses()
     out = {}
     th = threading.Thread(
-        target=lambda: out.update(res=run_command("sleep 50 & sleep 60", cwd=cwd, isolation=iso, uid=uid,
-                                                  limits=Limits(wall_seconds=60), live=live))
+        target=lambda: out.update(
+            res=run_command(
+                "sleep 50 & sleep 60", cwd=cwd, isolation=iso, uid=uid, limits=Limits(wall_seconds=60), live=live
+            )
+        )
     )
     th.start()
     for _ in range(200):

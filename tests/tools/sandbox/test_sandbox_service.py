@@ -82,8 +82,14 @@ def test_32_sandboxes_at_once_do_not_interfere(bwrap_services):
         sb.write_file(SandboxWriteFileInput(sandbox_id=sid, path=f"mine_{i}.txt", content=f"{i}\n"))
         res = run(bwrap_services, sid, f"sleep 0.5; cat mine_{i}.txt; ls; ls -A ..; echo $$ > pid.txt")
         state = sb.state(SandboxStateInput(sandbox_id=sid))
-        return {"i": i, "sid": sid, "stdout": res.stdout, "exit": res.exit_code, "state": state,
-                "uid": sb.sandbox_uid(sid)}
+        return {
+            "i": i,
+            "sid": sid,
+            "stdout": res.stdout,
+            "exit": res.exit_code,
+            "state": state,
+            "uid": sb.sandbox_uid(sid),
+        }
 
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=n) as pool:
@@ -225,7 +231,9 @@ def _marked() -> list[int]:
 )
 def test_server_stop_or_crash_leaves_no_stray_processes(open_home, sig, isolation):
     assert _marked() == [], "leftovers from an earlier run"
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(open_home / "home"), isolation], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(open_home / "home"), isolation], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "started"
         for _ in range(500):
@@ -249,8 +257,11 @@ def test_server_stop_or_crash_leaves_no_stray_processes(open_home, sig, isolatio
 
 
 def test_forbidden_tools_and_commands_are_refused_and_recorded(tmp_path):
-    write_task(tmp_path / "tasks" / "strict", "user/strict",
-               toml_extra='[tools]\nforbidden = ["sandbox_read_file"]\nforbidden_command_patterns = ["curl[^|]*\\\\|\\\\s*sh"]\n')
+    write_task(
+        tmp_path / "tasks" / "strict",
+        "user/strict",
+        toml_extra='[tools]\nforbidden = ["sandbox_read_file"]\nforbidden_command_patterns = ["curl[^|]*\\\\|\\\\s*sh"]\n',
+    )
     services = Services.build(Settings(home=tmp_path / "home", task_dirs=(tmp_path / "tasks",)))
     try:
         sid = reset(services, "user/strict").sandbox_id
@@ -271,8 +282,11 @@ def test_forbidden_tools_and_commands_are_refused_and_recorded(tmp_path):
 
 def test_fallback_says_what_is_in_force_and_applies_limits(none_services, monkeypatch, tmp_path):
     monkeypatch.setenv("AGENT_RL_SANDBOX_TEST_SECRET", "sk-live-should-never-leak")
-    write_task(tmp_path / "tasks" / "lim", "user/lim",
-               limits="wall_seconds = 5\ncpu_seconds = 1\nmemory_mb = 256\nfile_size_mb = 1\noutput_bytes = 1000\nprocesses = 64\n")
+    write_task(
+        tmp_path / "tasks" / "lim",
+        "user/lim",
+        limits="wall_seconds = 5\ncpu_seconds = 1\nmemory_mb = 256\nfile_size_mb = 1\noutput_bytes = 1000\nprocesses = 64\n",
+    )
     services = Services.build(none_services.settings.model_copy(update={"task_dirs": (tmp_path / "tasks",)}))
     sb = services.sandbox
     try:

@@ -17,10 +17,12 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import TaskError, discover_tasks, load_task
 
 GOOD_ORACLE = json.dumps(
-    {"calls": [
-        {"tool": "sandbox_write_file", "args": {"path": "answer.txt", "content": "42\n"}},
-        {"tool": "sandbox_finish", "args": {"message": "wrote 42"}},
-    ]}
+    {
+        "calls": [
+            {"tool": "sandbox_write_file", "args": {"path": "answer.txt", "content": "42\n"}},
+            {"tool": "sandbox_finish", "args": {"message": "wrote 42"}},
+        ]
+    }
 )
 BAD_SCRIPT = json.dumps({"calls": [{"tool": "sandbox_finish", "args": {"message": "done"}}]})
 
@@ -35,13 +37,13 @@ def _error(root: Path) -> str:
     ("toml_extra", "where"),
     [
         ("bogus = 1", "field `bogus`"),
-        ("split = \"test\"", "field `split`"),
+        ('split = "test"', "field `split`"),
         ("allow_internet = true", "field `allow_internet`"),
-        ("agent_timeout_seconds = \"soon\"", "field `agent_timeout_seconds`"),
+        ('agent_timeout_seconds = "soon"', "field `agent_timeout_seconds`"),
         ("[limits]\nwall_seconds = -1", "field `limits.wall_seconds`"),
-        ("[limits]\nmemory_mb = \"lots\"", "field `limits.memory_mb`"),
-        ("[tools]\nforbidden_command_patterns = [\"curl(\"]", "field `tools.forbidden_command_patterns`"),
-        ("[credentials]\n\"NOT A NAME\" = \"x\"", "field `credentials`"),
+        ('[limits]\nmemory_mb = "lots"', "field `limits.memory_mb`"),
+        ('[tools]\nforbidden_command_patterns = ["curl("]', "field `tools.forbidden_command_patterns`"),
+        ('[credentials]\n"NOT A NAME" = "x"', "field `credentials`"),
     ],
 )
 def test_malformed_task_toml_names_file_and_field(tmp_path, toml_extra, where):
@@ -135,8 +137,11 @@ def test_cli_task_dir_flag_for_list_show_and_check(tmp_path, monkeypatch):
     assert "user/good" in res.output and "claim-before-edit" in res.output
     res = runner.invoke(app, ["tasks", "show", "user/good", "--task-dir", str(user)])
     assert res.exit_code == 0 and "Put 42 in answer.txt" in res.output
-    res = runner.invoke(app, ["tasks", "check", "user/good", "--task-dir", str(user), "--home", str(tmp_path / "home")],
-                        env={"COLUMNS": "200"})
+    res = runner.invoke(
+        app,
+        ["tasks", "check", "user/good", "--task-dir", str(user), "--home", str(tmp_path / "home")],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
     assert "user/good" in res.output and "ok" in res.output
     write_task(user / "bad", "user/bad", toml_extra="bogus = 1")

@@ -36,8 +36,12 @@ def _writer(url: str, sid: str, w: int, ready, go) -> None:
     go.wait()
     batches = [
         [
-            {"message": f"w{w} i{i}", "client_step_id": f"w{w}-{i}", "provenance": "agent",
-             "extra": {"writer": w, "i": i}}
+            {
+                "message": f"w{w} i{i}",
+                "client_step_id": f"w{w}-{i}",
+                "provenance": "agent",
+                "extra": {"writer": w, "i": i},
+            }
             for i in range(b, b + BATCH)
         ]
         for b in range(0, STEPS_PER_WRITER, BATCH)
@@ -86,8 +90,10 @@ def test_16_writers_2000_steps_each_lose_and_duplicate_nothing(store_url, reques
     assert store.trajectories.summary(sid).step_count == total
     store.close()
     backend = store_url.split(":", 1)[0]
-    print(f"\n[{backend}] {WRITERS} writers x {STEPS_PER_WRITER} steps (batches of {BATCH}, every "
-          f"{RETRY_EVERY}th retried): {elapsed:.1f} s, {total / elapsed:,.0f} steps/s")
+    print(
+        f"\n[{backend}] {WRITERS} writers x {STEPS_PER_WRITER} steps (batches of {BATCH}, every "
+        f"{RETRY_EVERY}th retried): {elapsed:.1f} s, {total / elapsed:,.0f} steps/s"
+    )
     request.node.user_properties.append(("elapsed_s", round(elapsed, 2)))
     assert elapsed < 60
 
@@ -99,8 +105,13 @@ def _killable_writer(url: str, sid: str, conn, payload: int) -> None:
     b = 0
     while True:
         batch = [
-            {"message": f"b{b} s{j}", "client_step_id": f"b{b}-{j}", "provenance": "agent",
-             "observation": {"results": [{"content": blob}]}, "extra": {"batch": b, "j": j}}
+            {
+                "message": f"b{b} s{j}",
+                "client_step_id": f"b{b}-{j}",
+                "provenance": "agent",
+                "observation": {"results": [{"content": blob}]},
+                "extra": {"batch": b, "j": j},
+            }
             for j in range(BATCH)
         ]
         store.trajectories.log_steps(sid, batch)

@@ -64,8 +64,10 @@ def test_finished_is_immutable_and_corrections_reference_it(store):
             "duplicate tool_call_id",
         ),
         (
-            {"tool_calls": [{"tool_call_id": "x", "function_name": "f"}],
-             "observation": {"results": [{"source_call_id": "y", "content": "?"}]}},
+            {
+                "tool_calls": [{"tool_call_id": "x", "function_name": "f"}],
+                "observation": {"results": [{"source_call_id": "y", "content": "?"}]},
+            },
             "not a tool call of this step",
         ),
     ],
@@ -81,12 +83,29 @@ def test_malformed_steps_are_rejected_whole_batch(store, bad, why):
 
 def test_secrets_never_reach_the_store(store):
     t = store.trajectories.start()
-    res = store.trajectories.log_steps(t.session_id, [{
-        "message": f"export AWS_ACCESS_KEY_ID={AWS_KEY}",
-        "tool_calls": [{"tool_call_id": "c", "function_name": "Bash",
-                        "arguments": {"command": "git clone https://bob:hunter2pass@example.com/r.git"}}],
-        "observation": {"results": [{"source_call_id": "c", "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----"}]},
-    }])
+    res = store.trajectories.log_steps(
+        t.session_id,
+        [
+            {
+                "message": f"export AWS_ACCESS_KEY_ID={AWS_KEY}",
+                "tool_calls": [
+                    {
+                        "tool_call_id": "c",
+                        "function_name": "Bash",
+                        "arguments": {"command": "git clone https://bob:hunter2pass@example.com/r.git"},
+                    }
+                ],
+                "observation": {
+                    "results": [
+                        {
+                            "source_call_id": "c",
+                            "content": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----",
+                        }
+                    ]
+                },
+            }
+        ],
+    )
     assert res.redactions == {"aws-access-key": 1, "basic-auth-credentials": 1, "private-key": 1}
     store.trajectories.finish(t.session_id, final_message=f"key {AWS_KEY}")
     with store.engine.connect() as conn:
@@ -101,9 +120,14 @@ def test_secrets_never_reach_the_store(store):
 def test_list_filters_time_and_pages(store):
     ids = {}
     for name, task, behaviour, passed in [
-        ("p1", "t1", "b1", True), ("f1", "t1", "b1", False), ("u1", "t2", "b2", None), ("r1", "t2", "b2", "running"),
+        ("p1", "t1", "b1", True),
+        ("f1", "t1", "b1", False),
+        ("u1", "t2", "b2", None),
+        ("r1", "t2", "b2", "running"),
     ]:
-        t = store.trajectories.start(agent={"name": f"agent-{name[0]}"}, task_id=task, behaviour=behaviour, split="train")
+        t = store.trajectories.start(
+            agent={"name": f"agent-{name[0]}"}, task_id=task, behaviour=behaviour, split="train"
+        )
         ids[name] = t.session_id
         if passed != "running":
             store.trajectories.finish(t.session_id, reward=None if passed is None else float(passed), passed=passed)
@@ -139,7 +163,9 @@ def test_client_session_maps_to_one_trajectory_under_concurrency(store_url):
 
     def go(s: Store) -> None:
         barrier.wait()
-        summary, created = s.trajectories.start_or_resume_external("claude-code:abc", agent={"name": "claude-code"}, origin="hook:claude-code")
+        summary, created = s.trajectories.start_or_resume_external(
+            "claude-code:abc", agent={"name": "claude-code"}, origin="hook:claude-code"
+        )
         out.append((summary.session_id, created))
 
     threads = [threading.Thread(target=go, args=(s,)) for s in stores]
@@ -161,21 +187,35 @@ def _v1_metadata() -> MetaData:
     """The first release's tables (before ``ars_meta``, ``hook_pending`` and the v2 columns)."""
     md = MetaData()
     Table(
-        "trajectories", md,
-        Column("session_id", String(64), primary_key=True), Column("agent_json", Text, nullable=False),
-        Column("task_id", String(200)), Column("behaviour", String(100)), Column("split", String(16)),
-        Column("sandbox_id", String(64)), Column("status", String(16), nullable=False),
-        Column("created_at", String(40), nullable=False), Column("finished_at", String(40)),
-        Column("step_count", Integer, nullable=False), Column("reward", Float), Column("passed", Boolean),
-        Column("self_report_only", Boolean), Column("final_message", Text), Column("parent_session_id", String(64)),
-        Column("reward_components_json", Text), Column("score_json", Text),
+        "trajectories",
+        md,
+        Column("session_id", String(64), primary_key=True),
+        Column("agent_json", Text, nullable=False),
+        Column("task_id", String(200)),
+        Column("behaviour", String(100)),
+        Column("split", String(16)),
+        Column("sandbox_id", String(64)),
+        Column("status", String(16), nullable=False),
+        Column("created_at", String(40), nullable=False),
+        Column("finished_at", String(40)),
+        Column("step_count", Integer, nullable=False),
+        Column("reward", Float),
+        Column("passed", Boolean),
+        Column("self_report_only", Boolean),
+        Column("final_message", Text),
+        Column("parent_session_id", String(64)),
+        Column("reward_components_json", Text),
+        Column("score_json", Text),
     )
     Table(
-        "steps", md,
+        "steps",
+        md,
         Column("id", Integer, primary_key=True, autoincrement=True),
         Column("session_id", String(64), ForeignKey("trajectories.session_id"), nullable=False),
-        Column("step_id", Integer, nullable=False), Column("client_step_id", String(200)),
-        Column("provenance", String(16), nullable=False), Column("data_json", Text, nullable=False),
+        Column("step_id", Integer, nullable=False),
+        Column("client_step_id", String(200)),
+        Column("provenance", String(16), nullable=False),
+        Column("data_json", Text, nullable=False),
     )
     return md
 
@@ -185,14 +225,30 @@ def test_migrates_a_first_release_store(store_url):
     engine = create_engine(store_url)
     md.create_all(engine)
     with engine.begin() as conn:
-        conn.execute(md.tables["trajectories"].insert().values(
-            session_id="traj_old", agent_json='{"name": "old-agent"}', status="finished", created_at="2026-01-01T00:00:00.000000Z",
-            step_count=1, sandbox_id="sbx_1", passed=True, reward=1.0,
-        ))
-        conn.execute(md.tables["steps"].insert().values(
-            session_id="traj_old", step_id=1, provenance="server",
-            data_json='{"step_id": 1, "timestamp": "2026-01-01T00:00:00Z", "message": "hi", "provenance": "server"}',
-        ))
+        conn.execute(
+            md.tables["trajectories"]
+            .insert()
+            .values(
+                session_id="traj_old",
+                agent_json='{"name": "old-agent"}',
+                status="finished",
+                created_at="2026-01-01T00:00:00.000000Z",
+                step_count=1,
+                sandbox_id="sbx_1",
+                passed=True,
+                reward=1.0,
+            )
+        )
+        conn.execute(
+            md.tables["steps"]
+            .insert()
+            .values(
+                session_id="traj_old",
+                step_id=1,
+                provenance="server",
+                data_json='{"step_id": 1, "timestamp": "2026-01-01T00:00:00Z", "message": "hi", "provenance": "server"}',
+            )
+        )
     engine.dispose()
     s = Store(store_url)
     rows, total = s.trajectories.list(agent_name="old-agent")

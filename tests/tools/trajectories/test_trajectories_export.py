@@ -46,7 +46,9 @@ def populated(store):
 
 def _export(store, tmp_path, fmt, **kw):
     kw.setdefault("min_reward", None if fmt == "sft" else 1.0)
-    return export_trajectories(store.trajectories, ExportOptions(format=fmt, **kw), tmp_path / "exports", task_split=task_split)
+    return export_trajectories(
+        store.trajectories, ExportOptions(format=fmt, **kw), tmp_path / "exports", task_split=task_split
+    )
 
 
 def _rows(res) -> list:
@@ -169,15 +171,22 @@ def test_kto_labels_and_grpo_prompts_carry_the_task(store, populated, tmp_path):
     kto = _rows(_export(store, tmp_path, "kto"))
     assert sorted(r["label"] for r in kto) == [False, True, True, True]
     grpo = _rows(_export(store, tmp_path, "grpo"))
-    assert grpo == [{"prompt": [{"role": "user", "content": INSTRUCTION}], "task_id": "claim-before-edit",
-                     "behaviour": "claim-before-edit"}]
+    assert grpo == [
+        {
+            "prompt": [{"role": "user", "content": INSTRUCTION}],
+            "task_id": "claim-before-edit",
+            "behaviour": "claim-before-edit",
+        }
+    ]
     agentic = _rows(_export(store, tmp_path, "minimind_agentic"))
     assert agentic[0]["gt"] == ["claim-before-edit"] and agentic[0]["conversations"][-1]["content"] == "无"
 
 
 def test_export_redacts_secrets_stored_before_redaction_existed(store, tmp_path):
     sid = sandbox_trajectory(store, passed=True, finish=False)
-    store.trajectories.log_steps(sid, [call("sandbox_exec", {"command": "echo AKIAIOSFODNN7EXAMPLE"}, "AKIAIOSFODNN7EXAMPLE")], redact=False)
+    store.trajectories.log_steps(
+        sid, [call("sandbox_exec", {"command": "echo AKIAIOSFODNN7EXAMPLE"}, "AKIAIOSFODNN7EXAMPLE")], redact=False
+    )
     store.trajectories.finish(sid, reward=1.0, passed=True)
     # SFT ends at the last call (its trailing result is not a training target); ATIF keeps both.
     for fmt, n in (("sft", 1), ("atif", 2)):

@@ -32,8 +32,13 @@ def test_claude_code_transcript(store):
     assert errors == [(18, None, errors[0][2])] and "not JSON" in errors[0][2]  # the torn line, by number
     assert any(line == 22 and "future-line-kind" in msg for line, _, msg in _problems(r, "warning"))
     assert all(p.file == str(path) for p in r.problems)
-    assert r.skipped == {"file-history-snapshot": 1, "sidechain": 1, "summary": 1, "system:compact_boundary": 1,
-                         "unknown:future-line-kind": 1}
+    assert r.skipped == {
+        "file-history-snapshot": 1,
+        "sidechain": 1,
+        "summary": 1,
+        "system:compact_boundary": 1,
+        "unknown:future-line-kind": 1,
+    }
     t = store.trajectories.get(r.trajectories[0])
     assert t.external_id == "claude-code:7f3c1a52-9d4e-4b8a-a1f0-3e5c2d9b8a71" and t.origin == "import:claude_code"
     assert t.agent.name == "claude-code" and t.agent.model_name == "claude-sonnet-4-5" and t.status == "finished"
@@ -64,7 +69,11 @@ def test_codex_rollout(store):
     assert t.agent.name == "codex" and t.agent.model_name == "gpt-5-codex" and t.agent.version == "0.65.0"
     by_tool = {s.tool_calls[0].function_name + str(i): s for i, s in enumerate(t.steps) if s.tool_calls}
     shell_ok = by_tool["shell2"]
-    assert shell_ok.outcome == "ok" and shell_ok.exit_code == 0 and shell_ok.observation.results[0].content.startswith("test_cart.py")
+    assert (
+        shell_ok.outcome == "ok"
+        and shell_ok.exit_code == 0
+        and shell_ok.observation.results[0].content.startswith("test_cart.py")
+    )
     assert by_tool["apply_patch3"].tool_calls[0].arguments["input"].startswith("*** Begin Patch")
     failing = by_tool["shell4"]
     assert failing.message.startswith("Running the tests") and failing.exit_code == 1 and failing.outcome == "error"
@@ -87,7 +96,9 @@ def test_openai_chat_logs_and_real_fine_tuning_rows(store):
     drone = import_file(store.trajectories, FIXTURES / "openai_chat/openai-cookbook__drone_training.first2.jsonl")
     assert drone.ok and len(drone.trajectories) == 2 and drone.missing_results == 2
     weights = import_file(store.trajectories, FIXTURES / "openai_chat/multi_turn_weight.from-docs.jsonl")
-    assert weights.ok and [s.extra.get("weight") for s in store.trajectories.get(weights.trajectories[0]).steps if s.source == "agent"] == [0, 1]
+    assert weights.ok and [
+        s.extra.get("weight") for s in store.trajectories.get(weights.trajectories[0]).steps if s.source == "agent"
+    ] == [0, 1]
 
 
 def test_atif_files_and_pairing_errors(store):
@@ -126,28 +137,52 @@ def test_reimport_adds_nothing_and_a_changed_file_links_to_the_earlier_import(st
     again = import_file(store.trajectories, src)
     assert again.trajectories == [] and again.already_imported == first.trajectories and again.steps == 0
     grown = tmp_path / "rollout.jsonl"
-    grown.write_text(src.read_text() + json.dumps({"timestamp": "2026-11-21T10:01:00Z", "type": "response_item", "payload": {
-        "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Now fix it."}]}}) + "\n")
+    grown.write_text(
+        src.read_text()
+        + json.dumps(
+            {
+                "timestamp": "2026-11-21T10:01:00Z",
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Now fix it."}],
+                },
+            }
+        )
+        + "\n"
+    )
     later = import_file(store.trajectories, grown)
-    assert len(later.trajectories) == 1 and store.trajectories.summary(later.trajectories[0]).parent_session_id == first.trajectories[0]
+    assert (
+        len(later.trajectories) == 1
+        and store.trajectories.summary(later.trajectories[0]).parent_session_id == first.trajectories[0]
+    )
 
 
 def test_exported_atif_imports_back(store, tmp_path):
     src = import_file(store.trajectories, FIXTURES / "claude_code/session-7f3c1a52.jsonl").trajectories[0]
-    res = export_trajectories(store.trajectories, ExportOptions(format="atif", include_unknown_tasks=True), tmp_path / "exports")
+    res = export_trajectories(
+        store.trajectories, ExportOptions(format="atif", include_unknown_tasks=True), tmp_path / "exports"
+    )
     back = import_file(store.trajectories, res.data_path)
     assert back.ok and len(back.trajectories) == 1
     a, b = store.trajectories.get(src), store.trajectories.get(back.trajectories[0])
     assert [s.message for s in a.steps] == [s.message for s in b.steps]
-    assert [[c.model_dump() for c in s.tool_calls or []] for s in a.steps] == [[c.model_dump() for c in s.tool_calls or []] for s in b.steps]
+    assert [[c.model_dump() for c in s.tool_calls or []] for s in a.steps] == [
+        [c.model_dump() for c in s.tool_calls or []] for s in b.steps
+    ]
     assert [s.outcome for s in a.steps] == [s.outcome for s in b.steps]
 
 
 @pytest.mark.parametrize(
     "name, fmt",
-    [("claude_code/session-7f3c1a52.jsonl", "claude_code"), ("codex/rollout-2026-11-21T10-00-00-019a2d7a.jsonl", "codex"),
-     ("openai_chat/chat_logs.jsonl", "openai_chat"), ("atif/mixed.atif.jsonl", "atif"),
-     ("atif/openhands__hello-world.trajectory.json", "atif")],
+    [
+        ("claude_code/session-7f3c1a52.jsonl", "claude_code"),
+        ("codex/rollout-2026-11-21T10-00-00-019a2d7a.jsonl", "codex"),
+        ("openai_chat/chat_logs.jsonl", "openai_chat"),
+        ("atif/mixed.atif.jsonl", "atif"),
+        ("atif/openhands__hello-world.trajectory.json", "atif"),
+    ],
 )
 def test_format_detection(name, fmt):
     path = FIXTURES / name

@@ -35,16 +35,25 @@ async def _call(client, name: str, args: dict, schemas: dict):
 async def test_start_log_finish_list_get_export(server, services):
     async with Client(server) as client:
         schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
-        started = await _call(client, "trajectory_start", {
-            "agent_name": "mcp-agent", "task_id": "claim-before-edit", "external_id": "run-1",
-        }, schemas)
+        started = await _call(
+            client,
+            "trajectory_start",
+            {
+                "agent_name": "mcp-agent",
+                "task_id": "claim-before-edit",
+                "external_id": "run-1",
+            },
+            schemas,
+        )
         assert not started.is_error, _text(started)
         traj = started.structured_content["trajectory"]
         sid = traj["session_id"]
         assert traj["split"] == "train" and traj["behaviour"] and traj["origin"] == "mcp"
         # A retried start with the same external id returns the same trajectory.
         again = await _call(client, "trajectory_start", {"agent_name": "mcp-agent", "external_id": "run-1"}, schemas)
-        assert again.structured_content["trajectory"]["session_id"] == sid and again.structured_content["created"] is False
+        assert (
+            again.structured_content["trajectory"]["session_id"] == sid and again.structured_content["created"] is False
+        )
 
         step = {
             "message": "Reading the file with my own tool.",
@@ -57,7 +66,12 @@ async def test_start_log_finish_list_get_export(server, services):
         out = logged.structured_content
         assert out["steps"] == [{"step_id": 1, "client_step_id": "s1", "created": True}]
         assert out["redactions"] == {"github-token": 1}
-        retry = await _call(client, "trajectory_log_step", {"session_id": sid, "steps": [step, {"message": "next", "client_step_id": "s2"}]}, schemas)
+        retry = await _call(
+            client,
+            "trajectory_log_step",
+            {"session_id": sid, "steps": [step, {"message": "next", "client_step_id": "s2"}]},
+            schemas,
+        )
         assert [s["created"] for s in retry.structured_content["steps"]] == [False, True]
         assert retry.structured_content["step_count"] == 2
 
@@ -90,20 +104,33 @@ async def test_start_log_finish_list_get_export(server, services):
 
 async def test_clients_cannot_claim_server_or_hook_provenance(server, services):
     async with Client(server) as client:
-        sid = (await client.call_tool("trajectory_start", {"agent_name": "sneaky"})).structured_content["trajectory"]["session_id"]
+        sid = (await client.call_tool("trajectory_start", {"agent_name": "sneaky"})).structured_content["trajectory"][
+            "session_id"
+        ]
         for claimed in ("server", "hook"):
             res = await client.call_tool(
-                "trajectory_log_step", {"session_id": sid, "step": {"message": "I ran the tests", "provenance": claimed}}
+                "trajectory_log_step",
+                {"session_id": sid, "step": {"message": "I ran the tests", "provenance": claimed}},
             )
             assert res.is_error and "provenance" in _text(res)
-        ok = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": {"message": "self-report", "provenance": "agent"}})
+        ok = await client.call_tool(
+            "trajectory_log_step", {"session_id": sid, "step": {"message": "self-report", "provenance": "agent"}}
+        )
         assert not ok.is_error
-        bad_pair = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": {
-            "tool_calls": [{"tool_call_id": "a", "function_name": "f"}],
-            "observation": {"results": [{"source_call_id": "zzz", "content": "?"}]},
-        }})
+        bad_pair = await client.call_tool(
+            "trajectory_log_step",
+            {
+                "session_id": sid,
+                "step": {
+                    "tool_calls": [{"tool_call_id": "a", "function_name": "f"}],
+                    "observation": {"results": [{"source_call_id": "zzz", "content": "?"}]},
+                },
+            },
+        )
         assert bad_pair.is_error and "not a tool call of this step" in _text(bad_pair)
-        both = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": {"message": "a"}, "steps": [{"message": "b"}]})
+        both = await client.call_tool(
+            "trajectory_log_step", {"session_id": sid, "step": {"message": "a"}, "steps": [{"message": "b"}]}
+        )
         assert both.is_error and "exactly one of step or steps" in _text(both)
     assert [s.provenance for s in services.store.trajectories.get(sid).steps] == ["agent"]
 

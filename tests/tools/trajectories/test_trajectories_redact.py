@@ -27,9 +27,16 @@ def redactor() -> Redactor:
         ("OPENAI_API_KEY=sk-proj-" + "Ab9_" * 12, "openai-api-key", "Ab9_Ab9_"),
         ("HF_TOKEN=hf_" + "Q" * 34, "huggingface-token", "Q" * 34),
         ("key=AIza" + "B" * 35, "google-api-key", "B" * 35),
-        ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-         "json-web-token", "dozjgNryP4J3"),
-        ("x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1\nabc\n-----END RSA PRIVATE KEY-----\ny", "private-key", "MIIEow"),
+        (
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "json-web-token",
+            "dozjgNryP4J3",
+        ),
+        (
+            "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1\nabc\n-----END RSA PRIVATE KEY-----\ny",
+            "private-key",
+            "MIIEow",
+        ),
         ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA (cut)", "private-key", "b3BlbnNz"),
     ],
 )

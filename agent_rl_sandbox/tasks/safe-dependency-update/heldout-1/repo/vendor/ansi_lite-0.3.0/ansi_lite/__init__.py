@@ -2,5 +2,6 @@
 
 __version__ = "0.3.0"
 
+
 def noop():
     return None

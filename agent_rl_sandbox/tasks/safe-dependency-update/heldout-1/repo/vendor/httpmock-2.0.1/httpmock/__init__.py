@@ -2,5 +2,6 @@
 
 __version__ = "2.0.1"
 
+
 def route(table: dict, method: str, path: str):
     return table.get((method, path))

@@ -2,5 +2,6 @@
 
 __version__ = "2.1.0"
 
+
 def noop():
     return None

@@ -2,6 +2,7 @@
 
 __version__ = "1.4.0"
 
+
 def iso_week(year: int, month: int, day: int) -> str:
     import datetime
 

@@ -2,5 +2,6 @@
 
 __version__ = "1.0.0"
 
+
 def row(cells: list) -> str:
     return " | ".join(str(c) for c in cells)
