@@ -10,7 +10,7 @@ scoring many; a single unreadable or invalid input raises :class:`EvalInputError
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent_rl_sandbox.schemas.reward import (
     EvalReport,
@@ -20,6 +20,8 @@ from agent_rl_sandbox.schemas.reward import (
     RewardSpec,
     ScoreReport,
 )
+from agent_rl_sandbox.schemas.tools import EvalScoreInput, EvalScoreOutput
+from agent_rl_sandbox.schemas.trajectory import TrajectorySummary
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_document
 from agent_rl_sandbox.tools.evals._inputs import (
@@ -347,8 +349,34 @@ def _score_file(
             hints.append(e.hint)
 
 
+class _Trajectories(Protocol):
+    def list(self, **filters: Any) -> tuple[list[TrajectorySummary], int]: ...
+
+    def summary(self, session_id: str) -> TrajectorySummary: ...
+
+
+class _Store(Protocol):
+    @property
+    def trajectories(self) -> _Trajectories: ...
+
+
+class _Rescorer(Protocol):
+    def eval_score(self, inp: EvalScoreInput) -> EvalScoreOutput: ...
+
+
+class StoreSources(Protocol):
+    """What scoring from the store reads (``services.Services`` satisfies it): the trajectory
+    repository and the sandbox service's re-scoring against the recorded final tree."""
+
+    @property
+    def store(self) -> _Store: ...
+
+    @property
+    def sandbox(self) -> _Rescorer: ...
+
+
 def score_store(
-    services: Any,
+    services: StoreSources,
     *,
     session_ids: list[str] | None = None,
     task_id: str | None = None,
@@ -361,8 +389,6 @@ def score_store(
     With ``session_ids``, exactly those; otherwise every finished trajectory matching the filters.
     Unknown, running or unscorable trajectories are listed in ``problems``.
     """
-    from agent_rl_sandbox.schemas.tools import EvalScoreInput
-
     store, sandbox = services.store.trajectories, services.sandbox
     problems: list[InputProblem] = []
     if session_ids is not None:
@@ -400,7 +426,7 @@ def score_store(
 def score_path(
     path: str | Path,
     *,
-    services: Any = None,
+    services: StoreSources | None = None,
     spec: RewardSpec | None = None,
     tasks: dict | None = None,
     task_id: str | None = None,
