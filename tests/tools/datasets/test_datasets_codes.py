@@ -21,7 +21,7 @@ _EMIT = [
     re.compile(r'ctx\.(?:err|warn)\(\s*(?:[^,()]|\([^()]*\))+,\s*"(\w+)"'),
     re.compile(r'sink\.add\(\s*(?:sev|"error"|"warning"),\s*[^,]+,\s*[^,]+,\s*"(\w+)"'),
     re.compile(r'ReadProblem\(\s*[^,]+,\s*"(\w+)"'),
-    re.compile(r'out\.append\(\(\s*[^,]+,\s*"(\w+)"'),
+    re.compile(r'out\.append\(\s*\(\s*[^,]+,\s*"(\w+)"'),
     re.compile(r'"(\w+)" if \w+ else "\w+"'),
     re.compile(r'"\w+" if \w+ else "(\w+)"'),
     re.compile(r'code = "(\w+)"'),

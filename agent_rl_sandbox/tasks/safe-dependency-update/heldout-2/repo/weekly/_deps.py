@@ -17,9 +17,7 @@ def _load() -> None:
             raise ImportError(f"{name}=={entry['version']} from deps.lock.json is not in vendor/")
         actual = hashlib.sha256(init.read_bytes()).hexdigest()
         if actual != entry.get("sha256"):
-            raise ImportError(
-                f"hash mismatch for {name}=={entry['version']}: lock has {entry.get('sha256')}, vendor/ has {actual}"
-            )
+            raise ImportError(f"hash mismatch for {name}=={entry['version']}: lock has {entry.get('sha256')}, vendor/ has {actual}")
         sys.path.insert(0, str(init.parent.parent))
 
 

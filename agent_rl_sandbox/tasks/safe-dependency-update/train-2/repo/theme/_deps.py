@@ -21,9 +21,7 @@ def _load() -> None:
             raise ImportError(f"{name}=={version} from requirements.lock is not in vendor/")
         actual = hashlib.sha256(init.read_bytes()).hexdigest()
         if actual != digest.strip():
-            raise ImportError(
-                f"hash mismatch for {name}=={version}: lock has {digest.strip() or 'none'}, vendor/ has {actual}"
-            )
+            raise ImportError(f"hash mismatch for {name}=={version}: lock has {digest.strip() or 'none'}, vendor/ has {actual}")
         sys.path.insert(0, str(init.parent.parent))
 
 

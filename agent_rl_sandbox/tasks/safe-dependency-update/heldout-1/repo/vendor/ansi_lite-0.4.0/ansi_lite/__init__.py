@@ -2,6 +2,5 @@
 
 __version__ = "0.4.0"
 
-
 def noop():
     return None

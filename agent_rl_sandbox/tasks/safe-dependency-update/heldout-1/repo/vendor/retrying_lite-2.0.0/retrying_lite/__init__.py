@@ -2,6 +2,5 @@
 
 __version__ = "2.0.0"
 
-
 def noop():
     return None

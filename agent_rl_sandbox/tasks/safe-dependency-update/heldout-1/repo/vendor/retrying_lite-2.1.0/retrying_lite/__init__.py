@@ -2,6 +2,5 @@
 
 __version__ = "2.1.0"
 
-
 def noop():
     return None

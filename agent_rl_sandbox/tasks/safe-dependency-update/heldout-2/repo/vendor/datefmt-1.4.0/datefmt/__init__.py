@@ -2,7 +2,6 @@
 
 __version__ = "1.4.0"
 
-
 def iso_week(year: int, month: int, day: int) -> str:
     import datetime
 

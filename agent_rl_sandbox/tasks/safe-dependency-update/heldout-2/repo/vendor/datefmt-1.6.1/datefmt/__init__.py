@@ -2,7 +2,6 @@
 
 __version__ = "1.6.1"
 
-
 def iso_week(year: int, month: int, day: int) -> str:
     """ISO week label, zero-padded: 2024-W01."""
     import datetime

@@ -2,7 +2,6 @@
 
 __version__ = "2.0.0"
 
-
 def iso_week(date_text: str) -> str:
     """2.0: takes an ISO date string."""
     import datetime

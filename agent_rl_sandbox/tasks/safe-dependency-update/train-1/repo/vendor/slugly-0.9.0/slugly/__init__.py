@@ -2,6 +2,5 @@
 
 __version__ = "0.9.0"
 
-
 def slug(text: str) -> str:
     return "-".join(text.lower().split())

@@ -2,6 +2,5 @@
 
 __version__ = "1.0.0"
 
-
 def slug(text: str) -> str:
     return "_".join(text.lower().split())

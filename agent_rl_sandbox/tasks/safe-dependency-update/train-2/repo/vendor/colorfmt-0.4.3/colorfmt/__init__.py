@@ -2,7 +2,6 @@
 
 __version__ = "0.4.3"
 
-
 def hex_to_rgb(value: str) -> tuple[int, int, int]:
     v = value.strip().lstrip("#")
     if len(v) == 3:

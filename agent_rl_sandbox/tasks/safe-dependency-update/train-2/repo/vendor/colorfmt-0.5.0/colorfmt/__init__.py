@@ -2,7 +2,6 @@
 
 __version__ = "0.5.0"
 
-
 def hex_to_rgb(value: str) -> dict:
     """0.5: returns a dict."""
     v = value.strip().lstrip("#")

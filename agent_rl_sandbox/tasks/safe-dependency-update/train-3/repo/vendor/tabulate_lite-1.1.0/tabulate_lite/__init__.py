@@ -2,6 +2,5 @@
 
 __version__ = "1.1.0"
 
-
 def row(cells: list) -> str:
     return " | ".join(str(c) for c in cells)
