@@ -17,8 +17,8 @@ Workers (see :meth:`JobRepository.claim`):
   transaction: concurrent workers never claim one job twice.
 
 A claimed job carries ``worker_id`` and ``lease_expires_at``; the worker renews the lease with
-:meth:`JobRepository.heartbeat`. :meth:`JobRepository.recover_lost` fails every ``running`` or
-``evaluating`` job whose lease has expired with reason ``worker_lost`` (actor ``system``), so nothing
+:meth:`JobRepository.heartbeat`. :meth:`JobRepository.recover_lost` fails every ``running``,
+``succeeded`` or ``evaluating`` job whose lease has expired with reason ``worker_lost`` (actor ``system``), so nothing
 stays ``running`` forever and a restarted worker never runs a job twice (claims take only ``queued``
 jobs). At claim time the stored spec is hashed again: a job whose canonical spec no longer matches the
 hash a human approved goes to ``failed`` with reason ``spec_changed`` instead of ``running``.
@@ -48,7 +48,12 @@ SQLITE_LOCK_NAME = "worker"
 """The name of the single lock row SQLite workers share."""
 
 ACTIVE_STATES: frozenset[str] = frozenset({"running", "evaluating"})
-"""States in which a worker holds the job's lease."""
+"""States in which a worker holds the job's lease (and may renew it with a heartbeat)."""
+
+LEASED_STATES: frozenset[str] = ACTIVE_STATES | {"succeeded"}
+"""States a job may hold a lease in: the active ones plus ``succeeded``, which a worker passes
+through between ``running`` and ``evaluating`` (its lease carries over). A worker killed there, or
+during ``evaluating``, leaves an expiring lease that :meth:`JobRepository.recover_lost` picks up."""
 
 _SETTABLE = frozenset(
     {
@@ -470,14 +475,14 @@ class JobRepository:
         return True
 
     def recover_lost(self, now: str | None = None) -> builtins.list[str]:
-        """Fail every active (``running``/``evaluating``) job whose lease expired before ``now``
+        """Fail every leased (``running``/``succeeded``/``evaluating``) job whose lease expired before ``now``
         (reason ``worker_lost``, actor ``system``). Returns their ids. A job whose worker renewed its
         lease in the meantime is left alone (the update is conditional on the expired lease)."""
         now = now or utcnow()
         with self._read.connect() as conn:
             due = conn.execute(
                 select(jobs.c.job_id, jobs.c.state).where(
-                    jobs.c.state.in_(ACTIVE_STATES), jobs.c.lease_expires_at.is_not(None), jobs.c.lease_expires_at < now
+                    jobs.c.state.in_(LEASED_STATES), jobs.c.lease_expires_at.is_not(None), jobs.c.lease_expires_at < now
                 )
             ).all()
         done = []

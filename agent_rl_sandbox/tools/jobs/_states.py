@@ -29,6 +29,7 @@ TRANSITIONS: dict[tuple[str, str], frozenset[str]] = {
     ("running", "failed"): frozenset({"worker", "system"}),  # a stage failed; worker_lost
     ("running", "cancelled"): frozenset({"agent", "human", "worker"}),
     ("succeeded", "evaluating"): frozenset({"worker"}),
+    ("succeeded", "failed"): frozenset({"system"}),  # worker_lost between succeeded and evaluating
     ("evaluating", "gate_passed"): frozenset({"worker"}),
     ("evaluating", "gate_failed"): frozenset({"worker"}),
     ("evaluating", "failed"): frozenset({"worker", "system"}),

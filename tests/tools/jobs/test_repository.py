@@ -260,6 +260,32 @@ def test_recover_lost_fails_expired_leases_only(repo):
     assert repo.claim("w2", 600) is None  # a failed job is never claimed again
 
 
+def test_recover_lost_fails_jobs_left_in_succeeded_or_evaluating(repo):
+    """A worker killed between ``succeeded`` and ``evaluating`` (or during ``evaluating``) leaves an
+    expiring lease on that state: recovery fails those jobs too, and leaves live leases alone."""
+    between, evaluating, alive = _add(repo), _add(repo), _add(repo)
+    for j in (between, evaluating, alive):
+        _approve_and_queue(repo, j.job_id)
+    for j, lease in ((between, -1), (evaluating, -1), (alive, 600)):
+        got = repo.claim(f"w-{j.job_id}", lease)
+        assert got is not None and got.job_id == j.job_id
+        repo.release_worker_lock(f"w-{j.job_id}")
+        repo.transition(j.job_id, "succeeded", "worker", "trained", expect_from="running")
+    repo.transition(evaluating.job_id, "evaluating", "worker", "eval", expect_from="succeeded")
+    repo.transition(alive.job_id, "evaluating", "worker", "eval", expect_from="succeeded")
+    assert repo.get(between.job_id).lease_expires_at is not None  # the lease carries over to succeeded
+    assert sorted(repo.recover_lost()) == sorted([between.job_id, evaluating.job_id])
+    for j, src in ((between, "succeeded"), (evaluating, "evaluating")):
+        got = repo.get(j.job_id)
+        assert got.state == "failed" and got.reason.startswith("worker_lost") and got.lease_expires_at is None
+        last = repo.events(j.job_id)[-1]
+        assert (last.actor, last.from_state, last.to_state) == ("system", src, "failed")
+    assert repo.get(alive.job_id).state == "evaluating"
+    assert repo.recover_lost() == []
+    with pytest.raises(TransitionRefused):  # only the system recovers a job left in succeeded
+        repo.transition(alive.job_id, "failed", "agent", "hostile", expect_from="succeeded")
+
+
 def test_a_spec_changed_after_approval_fails_at_claim_time(repo, store):
     bad, good = _add(repo), _add(repo)
     _approve_and_queue(repo, bad.job_id)
