@@ -1,6 +1,7 @@
 """Wiring a :class:`~._loop.Worker` from :class:`~agent_rl_sandbox.settings.Settings`: the store's job
 repository, the operator's stage configuration, store selections exported through the trajectory
-service, and gate-passing jobs registered as adapter candidates (the workspace's ``adapter/`` with
+service (an omitted ``min_reward`` means the export's default, 1.0: passing trajectories only), and
+gate-passing jobs registered as adapter candidates (the workspace's ``adapter/`` with
 ``scores.json`` and, when the gate stage wrote one, ``gate_report.json`` as the gate report)."""
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def build_worker(settings: Settings, *, lease_s: float = 60.0, worker_id: str | 
             behaviour=selection.get("behaviour"),
             task_id=selection.get("task_id"),
             agent_name=selection.get("agent_name"),
-            min_reward=selection.get("min_reward", 1.0),
+            # the canonical spec stores an omitted min_reward as None, which the export reads as "every
+            # finished trajectory, scored or not": failing episodes would become SFT data. Omitted
+            # means the export's default (passing trajectories only).
+            min_reward=1.0 if selection.get("min_reward") is None else selection["min_reward"],
         )
         return Path(services.trajectories.export_to(opts, out).data_path)
 
