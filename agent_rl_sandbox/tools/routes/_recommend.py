@@ -33,9 +33,10 @@ from agent_rl_sandbox.schemas.routes import (
     ResolvedSignal,
     RouteRecommendation,
     RouteSignals,
+    VariantCounts,
 )
 from agent_rl_sandbox.tools.routes._memory import ModelShape, estimate, nearest_shape
-from agent_rl_sandbox.tools.routes._signals import Derived, RouteInputError
+from agent_rl_sandbox.tools.routes._signals import Derived, RouteInputError, variant_totals
 from agent_rl_sandbox.tools.routes._table import (
     EXPORT_FORMAT_FOR,
     RULES,
@@ -94,18 +95,8 @@ def resolve(explicit: RouteSignals, derived: Derived) -> dict[str, ResolvedSigna
             out[name] = ResolvedSignal(value=None, source="default")
     variants = out["variants"].value
     if variants and out["variants"].source == "input":  # totals from explicit per-variant counts
-        train = [v for v in variants.values() if v.get("split", "train") == "train"]
-        for name, value in (
-            ("passing", sum(v["passed"] for v in train)),
-            ("failing", sum(v["failed"] for v in train)),
-            ("demonstrations", sum(v["passed"] for v in train)),
-            ("preference_pairs", sum(min(v["passed"], v["failed"]) for v in train)),
-            ("kto_rows", sum(v["passed"] + v["failed"] for v in train)),
-            (
-                "heldout_attempts",
-                sum(v["passed"] + v["failed"] for v in variants.values() if v.get("split") == "heldout"),
-            ),
-        ):
+        counts = {k: VariantCounts.model_validate(v) for k, v in variants.items()}
+        for name, value in variant_totals(counts).items():
             if out[name].source != "input":
                 out[name] = ResolvedSignal(value=value, source="input")
     return out

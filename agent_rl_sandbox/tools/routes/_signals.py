@@ -89,6 +89,21 @@ def _oracle_actions(task: TaskView) -> list[tuple[str, str]] | None:
     return out
 
 
+def variant_totals(variants: Mapping[str, VariantCounts]) -> dict[str, int]:
+    """Counts over per-variant attempts: on train variants the passing (= demonstrations) and
+    failing attempts, the DPO pairs an export would yield (``min(passed, failed)`` per variant) and
+    the KTO rows (every attempt); on held-out variants the attempts a gate would measure."""
+    train = [v for v in variants.values() if v.split == "train"]
+    return {
+        "passing": sum(v.passed for v in train),
+        "failing": sum(v.failed for v in train),
+        "demonstrations": sum(v.passed for v in train),
+        "preference_pairs": sum(min(v.passed, v.failed) for v in train),
+        "kto_rows": sum(v.passed + v.failed for v in train),
+        "heldout_attempts": sum(v.passed + v.failed for v in variants.values() if v.split == "heldout"),
+    }
+
+
 def derive_signals(
     store: SummarySource,
     tasks: Mapping[str, TaskView],
@@ -143,15 +158,11 @@ def derive_signals(
         )
     train = [v for v in variants.values() if v.split == "train"]
     out.put("variants", variants, "store")
-    out.put("passing", sum(v.passed for v in train), "store")
-    out.put("failing", sum(v.failed for v in train), "store")
-    out.put("demonstrations", sum(v.passed for v in train), "store")
-    out.put("preference_pairs", sum(min(v.passed, v.failed) for v in train), "store")
-    out.put("kto_rows", sum(v.passed + v.failed for v in train), "store")
+    for name, value in variant_totals(variants).items():
+        out.put(name, value, "store")
     groups = [v for v in train if v.zero_variance is not None]
     if groups:
         out.put("zero_variance_fraction", round(sum(bool(v.zero_variance) for v in groups) / len(groups), 4), "store")
-    out.put("heldout_attempts", sum(v.passed + v.failed for v in variants.values() if v.split == "heldout"), "store")
 
     specs = [t.reward_spec for t in family.values()]
     out.put("verifiable_reward", any(c.type in VERIFIER_CRITERIA for s in specs for c in s.criteria), "tasks")
