@@ -137,7 +137,7 @@ RULES: tuple[OpenAIRule, ...] = (
         "OA-WEIGHT-ZERO",
         "at least one assistant message is trained (weight 1 or absent)",
         "no_trained_message",
-        "warning",
+        "error",
         _R,
         "G 'Multi-turn chat examples'",
     ),

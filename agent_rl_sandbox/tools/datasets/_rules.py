@@ -1054,6 +1054,8 @@ def _preference(ctx: RowCtx, row: dict, d: Dialect) -> RowInfo:
                 ctx.err(f"$.{key}", "empty_completion", f"{key} is empty")
         if chosen == rejected:
             ctx.err("$.rejected", "chosen_equals_rejected", "chosen and rejected are identical: no preference signal")
+        elif "prompt" not in row:
+            _check_divergence(ctx, chosen, rejected, "characters")
         info.prompt_chars = len(prompt) + (tools.chars if tools else 0)
         info.total_chars = info.prompt_chars + max(len(chosen), len(rejected))
         if ctx.need_text:
@@ -1085,7 +1087,9 @@ def _preference(ctx: RowCtx, row: dict, d: Dialect) -> RowInfo:
             split = len(chosen) - 1
         else:
             split = k
-            if k == 0:
+            if chosen != rejected and k == min(len(chosen), len(rejected)):
+                _check_divergence(ctx, chosen, rejected, "turns")
+            elif k == 0:
                 ctx.err(
                     "$.rejected",
                     "no_shared_prompt",
@@ -1115,6 +1119,24 @@ def _preference(ctx: RowCtx, row: dict, d: Dialect) -> RowInfo:
             json.dumps(r_msgs[split:], sort_keys=True, ensure_ascii=False),
         )
     return info
+
+
+def _check_divergence(ctx: RowCtx, chosen: Any, rejected: Any, unit: str) -> None:
+    """An implicit-prompt pair where one side is a strict prefix of the other has no divergence point:
+    ``trl.data_utils.extract_prompt`` then runs off its loop and cuts the prompt one element short
+    (the chosen side becomes its last turn or character, the rejected side that plus the rest), so the
+    pair trains on a mangled preference. An error, naming which side is the prefix."""
+    if len(chosen) == len(rejected) or chosen[: len(rejected)] != rejected[: len(chosen)]:
+        return
+    short, long_ = ("chosen", "rejected") if len(chosen) < len(rejected) else ("rejected", "chosen")
+    ctx.err(
+        f"$.{long_}",
+        "no_divergence",
+        f"{short} is a strict prefix of {long_} ({min(len(chosen), len(rejected))} of "
+        f"{max(len(chosen), len(rejected))} {unit}): there is no point where they diverge, so TRL's implicit "
+        "prompt extraction mangles the pair; give both sides their own completion after a shared prompt "
+        "(or an explicit 'prompt')",
+    )
 
 
 def _implicit_text_prompt(chosen: str, rejected: str) -> str:
@@ -1257,7 +1279,13 @@ def check_openai_chat(ctx: RowCtx, row: dict) -> RowInfo:
     conv = check_conversation(ctx, msgs, (("$.messages", 0),), OPENAI, tools, mode="sft")
     trained = [m for m in msgs if type(m) is dict and m.get("role") == "assistant" and m.get("weight", 1) != 0]
     if conv.last_assistant >= 0 and not trained:
-        ctx.warn("$.messages", "no_trained_message", "every assistant message has weight 0: nothing is trained")
+        # an example that trains nothing is a wasted (and billed) example: OpenAI's guide has every example
+        # teach at least one assistant turn, and a file of such rows trains on no token at all
+        ctx.err(
+            "$.messages",
+            "no_trained_message",
+            "every assistant message has weight 0: nothing is trained; set weight 1 on the turn to learn",
+        )
     end = conv.last_assistant if conv.last_assistant >= 0 else len(msgs)
     _fill(info, conv, end, tools, msgs, ctx, completion_only=True)
     return info

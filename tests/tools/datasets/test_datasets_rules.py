@@ -358,6 +358,9 @@ CASES = [
     ("pref-equal-conv", None, [{"chosen": [U, A], "rejected": [U, A]}], {"chosen_equals_rejected"}),
     ("pref-empty-chosen", None, [{"prompt": "x", "chosen": "", "rejected": "a"}], {"empty_completion"}),
     ("pref-no-shared-prompt", None, [{"chosen": [U, A], "rejected": [m("user", "Other"), A]}], {"no_shared_prompt"}),
+    ("pref-chosen-prefix-of-rejected", None, [{"chosen": [U, A], "rejected": [U, A, U, A]}], {"no_divergence"}),
+    ("pref-rejected-prefix-of-chosen", None, [{"chosen": [U, A, U, A], "rejected": [U, A]}], {"no_divergence"}),
+    ("pref-text-prefix", None, [{"chosen": "The sky is", "rejected": "The sky is blue"}], {"no_divergence"}),
     (
         "pref-diverge-before-assistant",
         None,
@@ -813,3 +816,29 @@ def test_identical_looking_tool_declarations_are_not_confused_by_true_equals_one
         ]
     )
     assert [(f.line, f.code) for f in drift.errors] == [(2, "type_drift")]
+
+
+def test_prefix_pair_is_an_error_because_trl_extract_prompt_mangles_it():
+    """The reason for ``no_divergence``: TRL's own implicit-prompt extraction, run on a pair where chosen
+    is a strict prefix of rejected, returns a prompt one turn short (checked against trl when installed)."""
+    row = {"chosen": [U, A], "rejected": [U, A, m("user", "More?"), m("assistant", "No.")]}
+    report = validate_rows([copy.deepcopy(row)])
+    err = next(e for e in report.errors if e.code == "no_divergence")
+    assert (err.line, err.json_path) == (1, "$.rejected")
+    assert "chosen is a strict prefix of rejected (2 of 4 turns)" in err.message
+    # a real divergence after a shared prompt, and an explicit prompt, stay clean of it
+    ok = [{"chosen": [U, A], "rejected": [U, m("assistant", "Other.")]}, {"prompt": "p", "chosen": "a", "rejected": "ab"}]
+    assert "no_divergence" not in codes(validate_rows(ok))
+    data_utils = pytest.importorskip("trl.data_utils")
+    out = data_utils.extract_prompt(copy.deepcopy(row))
+    assert out["prompt"] == [U] and out["chosen"] == [A]  # the assistant turn became the "completion" ...
+    assert out["rejected"][0] == A  # ... and the rejected side now starts with the same turn
+
+
+def test_openai_row_with_every_assistant_weight_zero_is_an_error():
+    rows = [{"messages": [U, m("assistant", "a", weight=0), m("user", "b"), m("assistant", "c", weight=0)]}]
+    report = validate_rows(rows, kind="openai.chat")
+    err = next(e for e in report.errors if e.code == "no_trained_message")
+    assert err.json_path == "$.messages" and "weight 1" in err.message
+    rows[0]["messages"][3]["weight"] = 1
+    assert "no_trained_message" not in codes(validate_rows(rows, kind="openai.chat"))
