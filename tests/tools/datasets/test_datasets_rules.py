@@ -827,7 +827,10 @@ def test_prefix_pair_is_an_error_because_trl_extract_prompt_mangles_it():
     assert (err.line, err.json_path) == (1, "$.rejected")
     assert "chosen is a strict prefix of rejected (2 of 4 turns)" in err.message
     # a real divergence after a shared prompt, and an explicit prompt, stay clean of it
-    ok = [{"chosen": [U, A], "rejected": [U, m("assistant", "Other.")]}, {"prompt": "p", "chosen": "a", "rejected": "ab"}]
+    ok = [
+        {"chosen": [U, A], "rejected": [U, m("assistant", "Other.")]},
+        {"prompt": "p", "chosen": "a", "rejected": "ab"},
+    ]
     assert "no_divergence" not in codes(validate_rows(ok))
     data_utils = pytest.importorskip("trl.data_utils")
     out = data_utils.extract_prompt(copy.deepcopy(row))
