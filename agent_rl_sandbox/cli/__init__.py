@@ -1,5 +1,5 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook | route | jobs | worker | adapters``.
+| import | export | hook | route | jobs | worker | adapters | model``.
 
 One module per command group; this file only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
@@ -17,6 +17,7 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     jobs.py          jobs list|show|approve|reject|cancel   training jobs: the human's decisions
     worker.py        worker [--once] [--max-jobs N]  claims approved jobs and runs their stages
     adapters.py      adapters list|show|deploy|rollback|enable|disable   the registry; the kill switch
+    model.py         model init-tiny            the tiny no-hub model (needs the train extra)
     _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
 
 Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
@@ -49,6 +50,7 @@ from agent_rl_sandbox.cli import (
     hook,
     import_,
     jobs,
+    model,
     route,
     score,
     serve,
@@ -78,6 +80,7 @@ app.command("route")(route.route)
 app.add_typer(jobs.app, name="jobs")
 app.command("worker")(worker.worker)
 app.add_typer(adapters.app, name="adapters")
+app.add_typer(model.app, name="model")
 
 __all__ = ["app", "main"]
 
