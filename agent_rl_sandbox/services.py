@@ -15,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from agent_rl_sandbox.schemas.reward import EvalReport
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.adapters import AdapterRegistry, RouteTable, ServingBackend, VllmBackend
 from agent_rl_sandbox.tools.datasets import DatasetService
+from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import EvalService
 from agent_rl_sandbox.tools.jobs import JobRepository, JobService
 from agent_rl_sandbox.tools.routes import RouteService
@@ -70,6 +72,56 @@ class Services:
                 store.engine, RouteTable(settings.adapters_dir / "routes.json"),
                 lambda: _serving_backend(settings), base_name=settings.vllm_base_model,
             ),
+        )  # fmt: skip
+
+    def job_detail(self, job_id: str) -> dict[str, Any]:
+        """Everything a human decides a job on (``jobs show`` and the web page's job view): the job's
+        view, its spec and spec hash, the dataset validation summary, the route recommended now for
+        its behaviour (``{"unavailable": why}`` when it cannot be computed), the baseline and the
+        whole of ``scores.json`` (``None`` until a stage writes it), the caps, the decision and every transition. Raises :class:`ActionError`
+        for an unknown job."""
+        from agent_rl_sandbox.tools.jobs import read_scores
+
+        self.jobs.repo.expire_due()
+        job = self.jobs.repo.get(job_id)
+        scores = read_scores(job)
+        return {
+            "job": self.jobs.view(job).model_dump(mode="json"),
+            "spec_hash": job.spec_hash,
+            "spec": job.spec,
+            "dataset_validation": job.validation,
+            "route": self._route_now(job.behaviour),
+            "baseline": scores.get("baseline") if scores else None,
+            "scores": scores,
+            "caps": job.spec.get("caps"),
+            "decision": {"by": job.decided_by, "at": job.decided_at, "note": job.decision_note},
+            "events": [e.model_dump(mode="json") for e in self.jobs.events(job_id)],
+        }
+
+    def _route_now(self, behaviour: str) -> dict[str, Any]:
+        from agent_rl_sandbox.schemas.routes import RouteRecommendInput
+
+        try:
+            rec = self.routes.recommend(RouteRecommendInput(behaviour=behaviour))
+        except ActionError as e:
+            return {"unavailable": e.message}
+        except Exception as e:  # noqa: BLE001 - the route is context for a decision, never a reason to fail it
+            return {"unavailable": f"{type(e).__name__}: {e}"}
+        doc = rec.model_dump(mode="json")
+        return {k: doc.get(k) for k in ("intervention", "adapter", "reasons", "prerequisites_missing") if k in doc}
+
+    def store_report(
+        self, gate: str | None = None, *, task_id: str | None = None, behaviour: str | None = None
+    ) -> EvalReport:
+        """Score the store's finished trajectories (filtered by task and behaviour) and evaluate
+        ``gate`` on them: ``agent-rl-sandbox score store --gate NAME`` as a function
+        (:func:`~agent_rl_sandbox.tools.evals.score_and_gate`). Raises
+        :class:`~agent_rl_sandbox.tools.evals.EvalInputError` for an unknown gate or nothing to score."""
+        from agent_rl_sandbox.tools.evals import score_and_gate
+
+        return score_and_gate(
+            "store", home=self.settings.home, gate=gate, task_id=task_id,
+            score_store=lambda ids, task: self.evals.score_store(session_ids=ids, task_id=task, behaviour=behaviour),
         )  # fmt: skip
 
     def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:

@@ -24,6 +24,8 @@ Environment variables (all optional):
 - ``AGENT_RL_SANDBOX_VLLM_URL``, ``AGENT_RL_SANDBOX_VLLM_BASE_MODEL``: the vLLM server adapters are
   deployed to (runtime LoRA updating on) and the name it serves the base model under; without
   them ``adapters deploy|enable|rollback`` are refused and the kill switch still works.
+- ``AGENT_RL_SANDBOX_UI_TOKEN``: the web page's access token (``agent-rl-sandbox ui``); without it a
+  random one is drawn at each start. Needed to bind the page beyond loopback.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class Settings(BaseModel):
     """Root URL of the vLLM server adapters are served from (``None``: no serving backend)."""
     vllm_base_model: str | None = None
     """The base model's served name on that server: where the kill switch routes a behaviour."""
+    ui_token: str | None = Field(default=None, repr=False)
+    """The web page's configured access token (``None``: a random one per start)."""
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -119,6 +123,7 @@ class Settings(BaseModel):
         for key, name in (
             ("vllm_url", "AGENT_RL_SANDBOX_VLLM_URL"),
             ("vllm_base_model", "AGENT_RL_SANDBOX_VLLM_BASE_MODEL"),
+            ("ui_token", "AGENT_RL_SANDBOX_UI_TOKEN"),
         ):
             if env.get(name):
                 values[key] = env[name]

@@ -1,5 +1,5 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook | route | jobs | worker | adapters | model``.
+| import | export | hook | route | jobs | worker | adapters | model | ui``.
 
 One module per command group; this file only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
@@ -18,6 +18,7 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     worker.py        worker [--once] [--max-jobs N]  claims approved jobs and runs their stages
     adapters.py      adapters list|show|deploy|rollback|enable|disable   the registry; the kill switch
     model.py         model init-tiny            the tiny no-hub model (needs the train extra)
+    ui.py            ui [--host H] [--port N]   the local web page (agent_rl_sandbox.web): approvals, trajectories, gates
     _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
 
 Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
@@ -56,6 +57,7 @@ from agent_rl_sandbox.cli import (
     serve,
     tasks,
     trajectories,
+    ui,
     validate,
     worker,
 )
@@ -81,6 +83,7 @@ app.add_typer(jobs.app, name="jobs")
 app.command("worker")(worker.worker)
 app.add_typer(adapters.app, name="adapters")
 app.add_typer(model.app, name="model")
+app.command("ui")(ui.ui)
 
 __all__ = ["app", "main"]
 

@@ -48,29 +48,6 @@ def _services(home: Path | None):
     return Services.build(settings(home))
 
 
-def _baseline(workspace: str | None) -> Any:
-    if not workspace:
-        return None
-    try:
-        return json.loads((Path(workspace) / "scores.json").read_text()).get("baseline")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _route(services: Any, behaviour: str) -> dict[str, Any] | None:
-    from agent_rl_sandbox.schemas.routes import RouteRecommendInput
-    from agent_rl_sandbox.tools.errors import ActionError
-
-    try:
-        rec = services.routes.recommend(RouteRecommendInput(behaviour=behaviour))
-    except ActionError as e:
-        return {"unavailable": e.message}
-    except Exception as e:  # noqa: BLE001 - the route is context for the decision, never a reason to fail `show`
-        return {"unavailable": f"{type(e).__name__}: {e}"}
-    doc = rec.model_dump(mode="json")
-    return {k: doc.get(k) for k in ("intervention", "adapter", "reasons", "prerequisites_missing") if k in doc}
-
-
 @app.command("list")
 def list_jobs(
     state: Annotated[str | None, typer.Option("--state", metavar="STATE", help="Only jobs in this state.")] = None,
@@ -117,19 +94,7 @@ def show(
     """Show a job: spec, spec hash, dataset validation, the route's reasons, baseline, caps, events."""
     services = _services(home)
     try:
-        services.jobs.repo.expire_due()
-        job = services.jobs.repo.get(job_id)
-        doc = {
-            "job": services.jobs.view(job).model_dump(mode="json"),
-            "spec_hash": job.spec_hash,
-            "spec": job.spec,
-            "dataset_validation": job.validation,
-            "route": _route(services, job.behaviour),
-            "baseline": _baseline(job.workspace),
-            "caps": job.spec.get("caps"),
-            "decision": {"by": job.decided_by, "at": job.decided_at, "note": job.decision_note},
-            "events": [e.model_dump(mode="json") for e in services.jobs.events(job_id)],
-        }
+        doc = services.job_detail(job_id)
     finally:
         services.close()
     if as_json:
@@ -164,8 +129,9 @@ def show(
             console.print(Text(f"  - {text}"))
     console.print(Text(f"baseline: {doc['baseline'] if doc['baseline'] is not None else 'unknown (not measured yet)'}"))
     console.print(Text(f"caps: {json.dumps(doc['caps'])}"))
-    if job.decided_by:
-        console.print(Text(f"decided by {job.decided_by} at {job.decided_at}: {job.decision_note or ''}"))
+    d = doc["decision"]
+    if d["by"]:
+        console.print(Text(f"decided by {d['by']} at {d['at']}: {d['note'] or ''}"))
     table = Table("at", "actor", "who", "from", "to", "reason")
     for e in doc["events"]:
         table.add_row(

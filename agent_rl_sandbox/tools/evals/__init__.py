@@ -5,7 +5,8 @@ Public surface:
 - :func:`score_trajectory`, :class:`FinalState`: score one trajectory against a reward spec.
 - :func:`score_path`, :func:`score_store`, :func:`score_atif`, :func:`score_suite_file`,
   :func:`score_suite`: the harness (store, ATIF files, Port Daddy suites) -> ``EvalReport``;
-  :func:`report_json` writes it byte-identically.
+  :func:`report_json` writes it byte-identically; :func:`behaviour_stats` groups a report's scores
+  by behaviour.
 - :func:`load_gates`, :func:`evaluate_gate`, :data:`BUILTIN_GATES`: eval gates.
 - :func:`parse_tool_calls`, :func:`failed_step`, :func:`model_output_steps`: malformed tool calls.
 - :func:`detect_loops`: the same failing call repeated.
@@ -26,7 +27,7 @@ from agent_rl_sandbox.tools.evals._harness import (
 from agent_rl_sandbox.tools.evals._inputs import EvalInputError, load_reward_spec
 from agent_rl_sandbox.tools.evals._loops import detect_loops
 from agent_rl_sandbox.tools.evals._port_daddy import score_suite
-from agent_rl_sandbox.tools.evals._report import build_report, report_json, zero_variance_share
+from agent_rl_sandbox.tools.evals._report import behaviour_stats, build_report, report_json, zero_variance_share
 from agent_rl_sandbox.tools.evals._scoring import FinalState, score_trajectory
 from agent_rl_sandbox.tools.evals._service import EvalService
 from agent_rl_sandbox.tools.evals._toolcalls import (
@@ -45,6 +46,7 @@ __all__ = [
     "ParsedToolCall",
     "StoreScorer",
     "ToolCallError",
+    "behaviour_stats",
     "build_report",
     "detect_loops",
     "evaluate_gate",

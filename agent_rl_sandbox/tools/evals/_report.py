@@ -70,6 +70,14 @@ def group_stats(scores: Iterable[ScoreReport]) -> list[GroupStats]:
     return out
 
 
+def behaviour_stats(scores: Iterable[ScoreReport]) -> dict[str, GroupStats]:
+    """Per behaviour: attempts, pass rate, mean reward, variance (:func:`group_stats` over the
+    behaviour instead of the task variant; each group's ``task_id`` holds the behaviour's name).
+    Trajectories without a behaviour are grouped under ``(none)``; keys sorted."""
+    regrouped = [s.model_copy(update={"task_id": s.behaviour or "(none)"}) for s in scores]
+    return {g.task_id: g for g in group_stats(regrouped)}
+
+
 def zero_variance_share(groups: list[GroupStats]) -> tuple[int, int, float]:
     """``(groups with >= 2 attempts, of which zero-variance, share)``; share 0 when no groups."""
     multi = [g for g in groups if g.attempts >= 2]

@@ -10,6 +10,8 @@ Public surface:
   ``expire_due``, ``claim``/``heartbeat``/``recover_lost`` and the SQLite worker lock.
 - :class:`JobService`: ``request``/``status``/``list``/``cancel`` (agents, the MCP tools) and
   ``approve``/``reject``/``cancel_as_human`` (humans only: the CLI and the web page).
+- :func:`log_tail`, :func:`read_scores`, :func:`metrics_series`, :func:`plot_names`,
+  :func:`plot_bytes`: a job workspace read for the human faces (bounded, no symlink followed).
 """
 
 from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
@@ -23,6 +25,7 @@ from agent_rl_sandbox.tools.jobs._repository import (
 )
 from agent_rl_sandbox.tools.jobs._service import JobService, file_sha256
 from agent_rl_sandbox.tools.jobs._states import TRANSITIONS, Actor, allowed, is_final
+from agent_rl_sandbox.tools.jobs._workspace import log_tail, metrics_series, plot_bytes, plot_names, read_scores
 
 __all__ = [
     "ACTIVE_STATES",
@@ -38,5 +41,10 @@ __all__ = [
     "file_sha256",
     "is_final",
     "later",
+    "log_tail",
+    "metrics_series",
+    "plot_bytes",
+    "plot_names",
+    "read_scores",
     "spec_hash",
 ]

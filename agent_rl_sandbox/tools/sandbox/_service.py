@@ -73,6 +73,7 @@ from agent_rl_sandbox.tools.evals._actions import (
 )
 from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
 from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
+from agent_rl_sandbox.tools.sandbox._diffs import step_diffs
 from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._git import GitError, WorkingCopy
 from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, ensure_sandbox_owner, sandbox_capability
@@ -1129,6 +1130,31 @@ class SandboxService:
             report_path=str(report_path),
             isolation=self.isolation.detail,
         )
+
+    def step_diffs(self, session_id: str, caller: Caller = OPERATOR) -> dict[int, str]:
+        """The sandbox diff after each step that changed the tree (:func:`._diffs.step_diffs`), for
+        the human faces. Empty for a trajectory without a sandbox or whose sandbox's git store is gone.
+        Raises :class:`ActionError` for an unknown trajectory or one ``caller`` may not read."""
+        traj = self.store.trajectories.get(session_id)
+        known = self.tasks.get(traj.task_id) if traj.task_id else None
+        owner = self.store.trajectories.owners([session_id]).get(session_id)
+        ensure_readable(caller, owner, "heldout" in (traj.split, known.config.split if known else None), session_id)
+        if not traj.sandbox_id:
+            return {}
+        dirs = self._dirs(traj.sandbox_id)
+        if not dirs["git"].is_dir():
+            return {}
+        try:
+            row = self.store.sandboxes.get(traj.sandbox_id)
+        except ActionError:
+            return {}
+        wc = WorkingCopy(dirs["git"], dirs["repo"])
+        try:
+            return step_diffs(wc, wc.base_tree(row.base_commit), traj.steps)
+        except GitError:
+            return {}
+        finally:
+            wc.close()
 
     def eval_score(self, inp: EvalScoreInput, caller: Caller = OPERATOR) -> EvalScoreOutput:
         """Re-score a finished trajectory from the store and its sandbox's final git tree.
