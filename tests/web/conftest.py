@@ -28,15 +28,13 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import Caller
 from agent_rl_sandbox.web import WebConfig, bind, create_app, server
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from web_world import HOSTILE, TOKEN  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "adapters"))
 from fake_vllm import FakeVllm  # noqa: E402  (the loopback vLLM stand-in of the adapter tests)
 
 ROW = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
-HOSTILE = (
-    "<script>document.title='PWNED';window.__pwned=1</script>"
-    "<img src=x onerror=\"document.title='PWNED-img'\"><b>bold?</b>"
-)
-TOKEN = "test-token-0123456789abcdef"
 
 
 @dataclass

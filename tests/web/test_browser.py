@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import HOSTILE
 from sqlalchemy import update
+from web_world import HOSTILE
 
 from agent_rl_sandbox.tools.jobs import spec_hash
 from agent_rl_sandbox.tools.store._schema import jobs as jobs_table

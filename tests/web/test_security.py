@@ -10,10 +10,10 @@ import os
 import re
 
 import pytest
-from conftest import HOSTILE, TOKEN
 from sqlalchemy import update
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
+from web_world import HOSTILE, TOKEN
 
 from agent_rl_sandbox.cli import app as cli_app
 from agent_rl_sandbox.tools.jobs import spec_hash
