@@ -26,6 +26,14 @@ Environment variables (all optional):
   them ``adapters deploy|enable|rollback`` are refused and the kill switch still works.
 - ``AGENT_RL_SANDBOX_UI_TOKEN``: the web page's access token (``agent-rl-sandbox ui``); without it a
   random one is drawn at each start. Needed to bind the page beyond loopback.
+- ``AGENT_RL_SANDBOX_HTTP_ALLOWED_HOSTS``, ``AGENT_RL_SANDBOX_HTTP_ALLOWED_ORIGINS``: comma-separated
+  ``Host`` values (``mcp.example.org``, ``mcp.example.org:*``) and origins
+  (``https://mcp.example.org``) the HTTP server accepts besides loopback (DNS-rebinding protection is
+  always on: any other ``Host`` gets 421, any other ``Origin`` 403).
+- ``AGENT_RL_SANDBOX_HTTP_MAX_REQUEST_BYTES``: largest HTTP request body (default 4 MiB; larger gets 413).
+- ``AGENT_RL_SANDBOX_QUOTA_OPEN_SANDBOXES``, ``AGENT_RL_SANDBOX_QUOTA_RUNNING_COMMANDS``,
+  ``AGENT_RL_SANDBOX_QUOTA_PENDING_TRAINING``, ``AGENT_RL_SANDBOX_QUOTA_STEPS_PER_MINUTE``: per-identity
+  limits of the HTTP server (defaults 8, 4, 4, 6000; ``none`` for no limit).
 """
 
 from __future__ import annotations
@@ -90,6 +98,22 @@ class Settings(BaseModel):
     ui_token: str | None = Field(default=None, repr=False)
     """The web page's configured access token (``None``: a random one per start)."""
 
+    http_allowed_hosts: tuple[str, ...] = ()
+    """``Host`` header values the HTTP server accepts besides loopback (``name`` or ``name:*``), for
+    a real hostname behind a proxy; every other ``Host`` is refused with 421 (DNS rebinding)."""
+    http_allowed_origins: tuple[str, ...] = ()
+    """``Origin`` values accepted besides loopback ones (``https://name``); others get 403."""
+    http_max_request_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Largest HTTP request body accepted (bytes); a larger one gets 413 before it is parsed."""
+    quota_open_sandboxes: int | None = Field(default=8, ge=1)
+    """Per identity (HTTP): open sandboxes at once (``None``: no limit)."""
+    quota_running_commands: int | None = Field(default=4, ge=1)
+    """Per identity, per server process: ``sandbox_exec`` commands running at once."""
+    quota_pending_training: int | None = Field(default=4, ge=1)
+    """Per identity: training requests awaiting approval, approved or queued."""
+    quota_steps_per_minute: int | None = Field(default=6000, ge=1)
+    """Per identity, per server process: steps logged with ``trajectory_log_step`` in any 60 s."""
+
     @classmethod
     def from_env(cls, **overrides) -> Settings:
         """Build settings from ``AGENT_RL_SANDBOX_*`` variables; keyword overrides win."""
@@ -127,6 +151,16 @@ class Settings(BaseModel):
         ):
             if env.get(name):
                 values[key] = env[name]
+        for key in ("http_allowed_hosts", "http_allowed_origins"):
+            raw = env.get(f"AGENT_RL_SANDBOX_{key.upper()}")
+            if raw:
+                values[key] = tuple(h.strip() for h in raw.split(",") if h.strip())
+        if env.get("AGENT_RL_SANDBOX_HTTP_MAX_REQUEST_BYTES"):
+            values["http_max_request_bytes"] = int(env["AGENT_RL_SANDBOX_HTTP_MAX_REQUEST_BYTES"])
+        for key in ("open_sandboxes", "running_commands", "pending_training", "steps_per_minute"):
+            raw = env.get(f"AGENT_RL_SANDBOX_QUOTA_{key.upper()}")
+            if raw:
+                values[f"quota_{key}"] = None if raw.strip().lower() in ("none", "off") else int(raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

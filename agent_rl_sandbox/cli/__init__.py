@@ -1,10 +1,10 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook | route | jobs | worker | adapters | model | ui``.
+| import | export | hook | route | jobs | worker | adapters | model | ui | identities``.
 
 One module per command group; this file only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
 
-    serve.py         serve                      the MCP server over stdio
+    serve.py         serve [--http]             the MCP server over stdio, or streamable HTTP
     demo.py          demo                       a good and a careless scripted agent, scored
     tasks.py         tasks list|show|check      the task registry and its direction test
     trajectories.py  trajectories list|show     what the store holds
@@ -19,6 +19,7 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     adapters.py      adapters list|show|deploy|rollback|enable|disable   the registry; the kill switch
     model.py         model init-tiny            the tiny no-hub model (needs the train extra)
     ui.py            ui [--host H] [--port N]   the local web page (agent_rl_sandbox.web): approvals, trajectories, gates
+    identities.py    identities add|list|revoke  bearer tokens of the HTTP server
     _outcome.py      the exit-code rule         _common.py  shared options, settings, help metavars
 
 Exit statuses, the same rule for every command (applied in ``_outcome``; commands never pick a
@@ -49,6 +50,7 @@ from agent_rl_sandbox.cli import (
     demo,
     export,
     hook,
+    identities,
     import_,
     jobs,
     model,
@@ -84,6 +86,7 @@ app.command("worker")(worker.worker)
 app.add_typer(adapters.app, name="adapters")
 app.add_typer(model.app, name="model")
 app.command("ui")(ui.ui)
+app.add_typer(identities.app, name="identities")
 
 __all__ = ["app", "main"]
 

@@ -1,19 +1,42 @@
-"""``agent-rl-sandbox serve``: the MCP server over stdio (what Claude Code and Codex launch).
+"""``agent-rl-sandbox serve``: the MCP server over stdio (what Claude Code and Codex launch), or with
+``--http`` over streamable HTTP for a team (bearer tokens from ``identities add``).
 
 Settings are read before stdout is claimed (a bad setting is one ``error:`` line, exit 2); the
-server and its tools are imported only after, so nothing they print can reach the wire.
+server and its tools are imported only after, so nothing they print can reach the wire. Under
+``--http`` stdout is not the wire; uvicorn logs to stderr.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
+from agent_rl_sandbox.cli._outcome import BadInput
 
 
-def serve(home: HomeOpt = None, task_dir: TaskDirOpt = None) -> None:
-    """Run the MCP server over stdio (what Claude Code and Codex launch)."""
-    from agent_rl_sandbox.server.stdio import serve_stdio
-
+def serve(
+    home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP (bearer tokens) instead of stdio.")] = False,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="HTTP: address to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="HTTP: port to bind.")] = 8765,
+    workers: Annotated[int, typer.Option("--workers", metavar="N", help="HTTP: server processes on the socket.")] = 1,
+) -> None:
+    """Run the MCP server over stdio (what Claude Code and Codex launch), or over HTTP with --http."""
     resolved = settings(home, task_dir)
+    if http:
+        if workers < 1 or not 0 <= port <= 65535:
+            raise BadInput(f"bad --workers {workers} or --port {port}", "give --workers >= 1 and a port 0-65535")
+        from agent_rl_sandbox.server.http import serve_http
+
+        typer.echo(f"agent-rl-sandbox: MCP over HTTP at http://{host}:{port}/mcp (health: /healthz)", err=True)
+        serve_http(resolved, host=host, port=port, workers=workers)
+        return
+    from agent_rl_sandbox.server.stdio import serve_stdio
 
     def build():
         from agent_rl_sandbox.server.app import build_server

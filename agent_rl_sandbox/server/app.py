@@ -11,8 +11,9 @@ Identity: every domain method that takes a ``caller`` gets the :class:`~agent_rl
 of the MCP session the call arrived on (:func:`session_caller`), never anything the client sends. A
 session is one run of the server's lifespan (a stdio process, one in-process ``mcp.Client``), which
 draws a random token; on a stateful streamable-HTTP transport, whose lifespan is shared, the transport's
-``mcp-session-id`` is mixed in. A later HTTP face replaces this with the identity of a verified bearer
-token, filling the same ``Caller.owner_id``.
+``mcp-session-id`` is mixed in. The HTTP face (``server/http.py``) passes its own ``caller_of`` (the
+identity of the verified bearer token, filling the same ``Caller.owner_id``) and an ``admit`` hook that
+applies that identity's quotas around each call.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import logging
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -374,16 +375,33 @@ def _signature_of(model: type[BaseModel]) -> inspect.Signature:
     return inspect.Signature(params)
 
 
-def _make_tool(spec: ToolSpec, impl: Callable[..., BaseModel]) -> Callable[..., Any]:
+CallerOf = Callable[[Context], Caller]
+"""How a face names the caller of a request (default :func:`session_caller`)."""
+Admit = Callable[[ToolSpec, Caller, BaseModel], AbstractContextManager[Any]]
+"""A face's hook around every call of a tool that takes a caller (the HTTP face's quotas): entered
+just before the domain method runs (in its worker thread for a slow tool), left when it returns; it
+refuses by raising :class:`ActionError`."""
+
+
+def _make_tool(
+    spec: ToolSpec, impl: Callable[..., BaseModel], caller_of: CallerOf = session_caller, admit: Admit | None = None
+) -> Callable[..., Any]:
     scoped = takes_caller(impl)
 
     async def tool(ctx: Context, **kwargs: Any) -> Any:
         try:
             inp = spec.input_model(**kwargs)
-            args = (inp, session_caller(ctx)) if scoped else (inp,)
+            args = (inp, caller_of(ctx)) if scoped else (inp,)
+            run: Callable[..., BaseModel] = impl
+            if admit is not None and scoped:
+
+                def run(*a: Any) -> BaseModel:
+                    with admit(spec, a[1], a[0]):
+                        return impl(*a)
+
             if spec.slow:
-                return await anyio.to_thread.run_sync(impl, *args)
-            return impl(*args)
+                return await anyio.to_thread.run_sync(run, *args)
+            return run(*args)
         except ActionError as e:
             raise ToolError(e.agent_text()) from None
         except ValidationError as e:
@@ -434,9 +452,18 @@ async def next_step_middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any
     return result
 
 
-def build_server(settings: Settings | None = None, services: Services | None = None) -> MCPServer:
+def build_server(
+    settings: Settings | None = None,
+    services: Services | None = None,
+    *,
+    caller_of: CallerOf = session_caller,
+    admit: Admit | None = None,
+    **mcp_options: Any,
+) -> MCPServer:
     """An ``MCPServer`` exposing every tool in :data:`TOOLS` over ``services`` (built from
-    ``settings``, or from the environment, when not given)."""
+    ``settings``, or from the environment, when not given). A face may name callers its own way
+    (``caller_of``), wrap calls (``admit``) and pass ``MCPServer`` options (``token_verifier``,
+    ``auth``) through ``mcp_options``."""
     services = services or Services.build(settings)
     server = MCPServer(
         name="agent-rl-sandbox",
@@ -444,10 +471,11 @@ def build_server(settings: Settings | None = None, services: Services | None = N
         instructions=INSTRUCTIONS,
         middleware=[next_step_middleware],
         lifespan=session_lifespan,
+        **mcp_options,
     )
     for spec in TOOLS:
         server.add_tool(
-            _make_tool(spec, services.bind(spec.impl)),
+            _make_tool(spec, services.bind(spec.impl), caller_of, admit),
             name=spec.name,
             description=spec.description,
             annotations=spec.annotations,

@@ -31,7 +31,7 @@ from agent_rl_sandbox.tools.store._common import StoreError
 
 log = logging.getLogger(__name__)
 
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 """The newest migration's revision id; a test checks it equals the script directory's head."""
 
 SCHEMA_LOCK_ID = 7_243_110_591

@@ -20,6 +20,9 @@ Tables:
   and who approved, expiry, the worker's lease and progress); see :mod:`agent_rl_sandbox.tools.jobs`.
 - ``job_events``: the append-only log of job transitions (time, actor, who, from, to, reason).
 - ``job_worker_lock``: the lock row with a lease that keeps one worker at a time on SQLite.
+- ``identities`` (revision 0005): bearer-token identities of the HTTP server (id, unique name, SHA-256
+  of the token, teams as a JSON list, created and revoked by whom and when); see
+  :mod:`agent_rl_sandbox.tools.identities`.
 - ``ars_meta``: key/value rows. ``schema_version`` is the marker of the hand-written schema versions
   used before Alembic (kept at ``"2"``, so an older release opening the database leaves it alone);
   Alembic's own ``alembic_version`` table records the revision.
@@ -203,6 +206,19 @@ adapter_events = Table(
     Column("from_state", String(16)),
     Column("to_state", String(16), nullable=False),
     Column("reason", Text, nullable=False),
+)
+
+identities = Table(
+    "identities",
+    metadata,
+    Column("identity_id", String(64), primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("teams_json", Text, nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("revoked_at", String(40)),
+    Column("revoked_by", String(200)),
 )
 
 Index("ix_steps_session", steps.c.session_id)
