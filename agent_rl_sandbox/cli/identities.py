@@ -59,7 +59,11 @@ def add(
     name: Annotated[str, typer.Argument(metavar="NAME", help="A unique name (letters, digits, '.', '_', '-').")],
     team: Annotated[
         list[str] | None,
-        typer.Option("--team", metavar="TEAM", help="Team scope (repeatable): team mates may act on each other's sandboxes and jobs."),
+        typer.Option(
+            "--team",
+            metavar="TEAM",
+            help="Team scope (repeatable): team mates may act on each other's sandboxes and jobs.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
     home: HomeOpt = None,

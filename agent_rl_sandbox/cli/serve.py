@@ -19,7 +19,9 @@ from agent_rl_sandbox.cli._outcome import BadInput
 def serve(
     home: HomeOpt = None,
     task_dir: TaskDirOpt = None,
-    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP (bearer tokens) instead of stdio.")] = False,
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP (bearer tokens) instead of stdio.")
+    ] = False,
     host: Annotated[
         str, typer.Option("--host", metavar="HOST", help="HTTP: address to bind (loopback by default).")
     ] = "127.0.0.1",

@@ -186,9 +186,13 @@ class Quotas:
                         retry = at + WINDOW_S - now
                         break
                 retry = max(0.1, retry)
+                hint = (
+                    f"split the batch: log at most {limit} steps per call, retrying in {retry:.1f} s"
+                    if n > limit
+                    else f"retry in {retry:.1f} s"
+                )
                 raise QuotaExceeded(
                     "steps_per_minute", limit, owner, f"{used} steps in the last {WINDOW_S:g} s, {n} more asked",
-                    f"retry in {retry:.1f} s" + (" with a smaller batch" if n > limit else ""),
-                    retry_after_s=retry,
+                    hint, retry_after_s=retry,
                 )  # fmt: skip
             window.append((now, n))

@@ -97,7 +97,8 @@ class IdentityRegistry:
         identities keep their name: owner ids are never reused)."""
         if not _NAME.match(name):
             raise IdentityError(
-                f"bad identity name {name!r}", "use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                f"bad identity name {name!r}",
+                "use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit",
             )
         team_list = sorted(set(teams))
         for team in team_list:
@@ -137,7 +138,9 @@ class IdentityRegistry:
         with self._read.connect() as conn:
             row = conn.execute(q).mappings().first()
         if row is None:
-            raise IdentityError(f"no identity {name_or_id!r}", "`agent-rl-sandbox identities list` shows the identities")
+            raise IdentityError(
+                f"no identity {name_or_id!r}", "`agent-rl-sandbox identities list` shows the identities"
+            )
         return _record(row)
 
     def revoke(self, name_or_id: str, revoked_by: str = "operator") -> IdentityRecord:
@@ -159,11 +162,15 @@ class IdentityRegistry:
         if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
             return None
         with self._read.connect() as conn:
-            row = conn.execute(
-                select(identities).where(
-                    identities.c.token_hash == hash_token(token), identities.c.revoked_at.is_(None)
+            row = (
+                conn.execute(
+                    select(identities).where(
+                        identities.c.token_hash == hash_token(token), identities.c.revoked_at.is_(None)
+                    )
                 )
-            ).mappings().first()
+                .mappings()
+                .first()
+            )
             if row is None:
                 return None
             rec = _record(row)
