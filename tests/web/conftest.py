@@ -88,7 +88,8 @@ def world(tmp_path_factory) -> World:
         )
     )  # fmt: skip
     agent = Caller.agent("mcp:agent-a")
-    jobs = [s.jobs.request(_spec(data, f"teach claiming #{i}"), agent).job for i in range(4)]
+    reasons = ["teach claiming #0", "teach claiming #1", f"teach claiming {HOSTILE}", "teach claiming #3"]
+    jobs = [s.jobs.request(_spec(data, r), agent).job for r in reasons]  # #2: an agent's reason carries HTML
     task = s.sandbox.tasks["claim-before-edit"]
     good = anyio.run(
         lambda: play_script(service_caller(s.sandbox), "claim-before-edit", *task.scripted("oracle"), agent="oracle")
@@ -101,6 +102,7 @@ def world(tmp_path_factory) -> World:
     (ws / "train.log").write_text("".join(f"step {i} loss {1 / (i + 1):.3f}\n" for i in range(50)))
     (ws / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "loss": 1 / (i + 1)}) + "\n" for i in range(50)))
     (ws / "scores.json").write_text(json.dumps({"baseline": 0.25, "final": 0.75}))
+    (ws / "metrics.png").write_bytes(_png())  # where the trainers' plot_metrics writes it
     (ws / "plots" / "loss.png").write_bytes(_png())
     s.jobs.approve(jobs[3].job_id, jobs[3].spec_hash, "bob", "fixture: approved before the page opened")
     from sqlalchemy import update

@@ -4,7 +4,8 @@ by uvicorn on a loopback port over real services: open the queue, open a job, ap
 state change; reject another; cancel a queued one; a request without the token is refused; a form
 without its CSRF token and a form posted from another origin are refused; a spec changed after the
 page was rendered makes the approval fail; a trajectory whose steps carry HTML and script renders
-inert (checked with the page's CSP bypassed, so escaping alone is what is tested). Screenshots of the
+inert and so do a job reason, a gate report and echoed filter values (checked with the page's CSP
+bypassed, so escaping alone is what is tested). Screenshots of the
 queue, a job and trajectory pages are written under ``test-artifacts/web/`` (git-ignored)."""
 
 from __future__ import annotations
@@ -117,8 +118,8 @@ def test_reject_another_and_cancel_a_queued_one(page, world, live):
     page.goto(f"{_base(live)}/jobs/{queued.job_id}")
     expect(page.locator("#state")).to_have_text("queued")
     expect(page.locator("#log-train-log")).to_contain_text("step 49 loss")
-    expect(page.locator("img.plot")).to_have_count(1)
-    assert page.locator("img.plot").evaluate("img => img.naturalWidth") == 1  # the workspace PNG loaded
+    expect(page.locator("img.plot")).to_have_count(2)  # metrics.png (the trainers') and plots/loss.png
+    assert page.locator("img.plot").evaluate_all("imgs => imgs.map(i => i.naturalWidth)") == [1, 1]  # both loaded
     _shot(page, "job-with-workspace")
     page.locator("#cancel").click()
     expect(page.locator("#state")).to_have_text("cancelled")
@@ -176,7 +177,10 @@ def test_a_hostile_trajectory_renders_inert(browser, world, live):
     dialogs: list[str] = []
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     pg.goto(live.url)
-    pg.goto(f"{_base(live)}/trajectories?agent_name=evil{HOSTILE}")  # a filter value echoed back
+    for path in (f"/trajectories?agent_name=evil{HOSTILE}", "/jobs", f"/jobs/{world.jobs[2].job_id}",
+                 f"/adapters/{world.adapter_id}"):  # fmt: skip
+        pg.goto(f"{_base(live)}{path}")  # filter values echoed back, an agent's job reason, a gate report
+        assert pg.evaluate("() => document.querySelectorAll('script, img[src=x], b').length") == 0, path
     pg.goto(f"{_base(live)}/trajectories/{world.hostile}")
     for d in pg.locator("details").all():
         d.evaluate("d => d.open = true")

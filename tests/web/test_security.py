@@ -109,7 +109,8 @@ def test_responses_forbid_script_framing_and_caching(app):
 def test_trajectory_content_is_escaped_everywhere(app, world):
     c = _client(app)
     for path in (f"/trajectories/{world.hostile}", "/trajectories", f"/jobs/{world.jobs[3].job_id}",
-                 f"/adapters/{world.adapter_id}"):  # fmt: skip
+                 f"/adapters/{world.adapter_id}", "/jobs", f"/jobs/{world.jobs[2].job_id}",
+                 f"/trajectories?agent_name={HOSTILE}", f"/jobs?requester={HOSTILE}"):  # fmt: skip
         html = c.get(path).text
         assert "<script" not in html.lower() and "<img src=x" not in html and "<b>bold?</b>" not in html, path
     html = c.get(f"/trajectories/{world.hostile}").text
@@ -160,7 +161,7 @@ def test_job_page_shows_logs_plots_scores_and_serves_only_workspace_pngs(app, wo
         "bob",
     ):
         assert text in html, text
-    assert f'src="/jobs/{jid}/plots/loss.png"' in html
+    assert f'src="/jobs/{jid}/plots/metrics.png"' in html and f'src="/jobs/{jid}/plots/loss.png"' in html
     r = c.get(f"/jobs/{jid}/plots/loss.png")
     assert r.status_code == 200 and r.headers["content-type"] == "image/png" and r.content.startswith(b"\x89PNG")
     ws = world.services.settings.jobs_dir / jid

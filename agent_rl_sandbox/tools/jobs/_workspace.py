@@ -2,14 +2,15 @@
 the scores file, the metrics series and the plots the trainer wrote.
 
 A workspace (``<home>/jobs/<job id>/``, made by the worker) holds ``run.log``, ``train.log``,
-``metrics.jsonl``, ``scores.json`` and ``plots/*.png``. Everything here reads only those names,
+``metrics.jsonl``, ``scores.json``, ``metrics.png`` and ``plots/*.png``. Everything here reads only those names,
 never follows a symbolic link (a stage could leave one pointing anywhere) and bounds what it reads:
 
 - :func:`log_tail`: the last ``max_bytes`` bytes of ``run.log`` or ``train.log`` (UTF-8, replaced).
 - :func:`read_scores`: ``scores.json`` as a dict (``None`` when absent or not a JSON object).
 - :func:`metrics_series`: ``(step, value)`` points per metric from ``metrics.jsonl`` rows such as
   ``{"step": 10, "loss": 0.52, "reward": 0.3}`` (TRL's log entries), thinned to ``max_points``.
-- :func:`plot_names`, :func:`plot_bytes`: the ``plots/*.png`` the trainer wrote, and one's bytes.
+- :func:`plot_names`, :func:`plot_bytes`: the PNG plots the trainer wrote (``metrics.png``,
+  ``plots/*.png``), and one's bytes.
 
 None of these raises for a missing or malformed file: a workspace is evidence to show, and a page
 that cannot show one file still shows the rest.
@@ -34,6 +35,8 @@ SERIES_KEYS = ("loss", "train_loss", "eval_loss", "reward", "rewards/mean", "eva
 MAX_METRIC_BYTES = 16 * 1024 * 1024
 """``metrics.jsonl`` is read up to this many bytes (a longer file: the first part is plotted)."""
 
+ROOT_PLOTS = ("metrics.png",)
+"""Plots read from the workspace root (the trainers' ``plot_metrics`` writes ``metrics.png``)."""
 _PLOT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}\.png$")
 
 
@@ -134,21 +137,28 @@ def metrics_series(job: JobRecord, max_points: int = 400) -> dict[str, list[tupl
 
 
 def plot_names(job: JobRecord) -> list[str]:
-    """Names of the PNG plots in ``<workspace>/plots/`` (sorted, at most 20)."""
+    """Names of the PNG plots of the workspace: ``metrics.png`` (what the trainers write, loss and
+    reward against step) when present, then ``plots/*.png`` (sorted; a name already taken by the
+    workspace root is skipped), at most 20. :func:`plot_bytes` reads a name from this list."""
     if not job.workspace:
         return []
-    folder = Path(job.workspace) / "plots"
-    if folder.is_symlink() or not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if _PLOT_NAME.match(p.name) and not p.is_symlink())[:20]
+    ws = Path(job.workspace)
+    names = [n for n in ROOT_PLOTS if (ws / n).is_file() and not (ws / n).is_symlink()]
+    folder = ws / "plots"
+    if not folder.is_symlink() and folder.is_dir():
+        names += sorted(
+            p.name for p in folder.iterdir() if _PLOT_NAME.match(p.name) and not p.is_symlink() and p.name not in names
+        )
+    return names[:20]
 
 
 def plot_bytes(job: JobRecord, name: str, max_bytes: int = 8 * 1024 * 1024) -> bytes | None:
-    """The bytes of ``plots/NAME`` (a PNG the trainer wrote), or ``None`` when ``name`` is not a plain
-    ``*.png`` file name, the file is absent, a link, or larger than ``max_bytes``."""
+    """The bytes of plot ``name`` (``metrics.png`` at the workspace root, else ``plots/NAME``), or
+    ``None`` when ``name`` is not a plain ``*.png`` file name, the file is absent, a link, or larger
+    than ``max_bytes``."""
     if not _PLOT_NAME.match(name):
         return None
-    got = _read(job, f"plots/{name}", max_bytes + 1)
+    got = _read(job, name if name in ROOT_PLOTS else f"plots/{name}", max_bytes + 1)
     if got is None or got[1] > max_bytes:
         return None
     return got[0]
