@@ -45,6 +45,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+def _number(env, name: str, conv):
+    """``conv(env[name])``; a value that does not parse raises ``ValueError`` naming the variable."""
+    try:
+        return conv(env[name])
+    except ValueError:
+        kind = "a whole number" if conv is int else "a number"
+        raise ValueError(f"{name}={env[name]!r} is not {kind}") from None
+
+
 def _default_home() -> Path:
     return Path(os.environ.get("AGENT_RL_SANDBOX_HOME") or Path.home() / ".agent-rl-sandbox").expanduser()
 
@@ -128,7 +137,7 @@ class Settings(BaseModel):
         if env.get("AGENT_RL_SANDBOX_ISOLATION"):
             values["isolation"] = env["AGENT_RL_SANDBOX_ISOLATION"]
         if env.get("AGENT_RL_SANDBOX_IDLE_SECONDS"):
-            values["sandbox_idle_seconds"] = float(env["AGENT_RL_SANDBOX_IDLE_SECONDS"])
+            values["sandbox_idle_seconds"] = _number(env, "AGENT_RL_SANDBOX_IDLE_SECONDS", float)
         if env.get("AGENT_RL_SANDBOX_WORKER_CONFIG"):
             values["worker_config"] = Path(env["AGENT_RL_SANDBOX_WORKER_CONFIG"])
         for name, conv in (
@@ -137,9 +146,8 @@ class Settings(BaseModel):
             ("job_max_timeout_s", int),
             ("job_max_gpu_hours", float),
         ):
-            raw = env.get(f"AGENT_RL_SANDBOX_{name.upper()}")
-            if raw:
-                values[name] = conv(raw)
+            if env.get(f"AGENT_RL_SANDBOX_{name.upper()}"):
+                values[name] = _number(env, f"AGENT_RL_SANDBOX_{name.upper()}", conv)
         if env.get("AGENT_RL_SANDBOX_MODELS"):
             values["models"] = tuple(m.strip() for m in env["AGENT_RL_SANDBOX_MODELS"].split(",") if m.strip())
         if env.get("AGENT_RL_SANDBOX_APPROVER"):

@@ -1,7 +1,7 @@
 """The human's entry point: ``agent-rl-sandbox serve | demo | tasks | trajectories | score | validate
-| import | export | hook | route | jobs | worker | adapters | model | ui | identities``.
+| import | export | hook | config | route | jobs | worker | adapters | model | ui | identities``.
 
-One module per command group; this file only builds the root app and adds one command or group
+One module per command group; ``_app.py`` only builds the root app and adds one command or group
 per module (the style of Inspect AI's ``_cli/main.py``)::
 
     serve.py         serve [--http]             the MCP server over stdio, or streamable HTTP
@@ -12,7 +12,8 @@ per module (the style of Inspect AI's ``_cli/main.py``)::
     validate.py      validate                   post-training data validation
     import_.py       import                     trajectories in from ATIF, Claude Code, Codex, chat logs
     export.py        export                     training data (or ATIF / a suite) out, with a manifest
-    hook.py          hook claude-code           what agent clients' hooks call (always exit 0)
+    hook.py          hook claude-code|codex|drain  what agent clients' hooks call (always exit 0)
+    config.py        config claude-code|codex   ready-to-paste client configs (absolute paths, settings)
     route.py         route                      the training-route recommendation (tools.routes)
     jobs.py          jobs list|show|approve|reject|cancel   training jobs: the human's decisions
     worker.py        worker [--once] [--max-jobs N]  claims approved jobs and runs their stages
@@ -36,7 +37,9 @@ number themselves):
 
 ``hook`` commands are the exception: they always exit 0, so a hook never breaks its client.
 
-Start-up stays light: commands import their heavy modules (the store and SQLAlchemy, the server,
+Start-up stays light: ``agent-rl-sandbox hook claude-code|codex`` never imports typer, rich, pydantic or
+SQLAlchemy (:func:`main` dispatches it before the app is built; the event is queued and folded into
+the store by a background drainer, :mod:`agent_rl_sandbox.agents.hooks`). Other commands import their heavy modules (the store and SQLAlchemy, the server,
 rich tables) inside the command, so ``--help`` and ``validate`` never import SQLAlchemy or torch,
 and ``serve`` claims stdout before any tool code is imported.
 """
@@ -44,54 +47,38 @@ and ``serve`` claims stdout before any tool code is imported.
 from __future__ import annotations
 
 import os
-
-from agent_rl_sandbox.cli import (
-    adapters,
-    demo,
-    export,
-    hook,
-    identities,
-    import_,
-    jobs,
-    model,
-    route,
-    score,
-    serve,
-    tasks,
-    trajectories,
-    ui,
-    validate,
-    worker,
-)
-from agent_rl_sandbox.cli._common import App, RootGroup
-
-app = App(
-    cls=RootGroup,
-    no_args_is_help=True,
-    add_completion=False,
-    help="Sandboxes, trajectories and rewards for coding agents.",
-)
-app.command("serve")(serve.serve)
-app.command("demo")(demo.demo)
-app.add_typer(tasks.app, name="tasks")
-app.command("score")(score.score)
-app.add_typer(hook.app, name="hook")
-app.command("import")(import_.import_files)
-app.command("export")(export.export)
-app.add_typer(trajectories.app, name="trajectories")
-app.command("validate")(validate.validate)
-app.command("route")(route.route)
-app.add_typer(jobs.app, name="jobs")
-app.command("worker")(worker.worker)
-app.add_typer(adapters.app, name="adapters")
-app.add_typer(model.app, name="model")
-app.command("ui")(ui.ui)
-app.add_typer(identities.app, name="identities")
+import sys
 
 __all__ = ["app", "main"]
 
+_FAST_HOOKS = ("claude-code", "codex")
+
+
+def __getattr__(name: str) -> object:
+    if name == "app":  # built on first use, so the hook fast path never imports typer
+        from agent_rl_sandbox.cli._app import app
+
+        return app
+    raise AttributeError(name)
+
+
+def _fold_inline() -> list[str]:
+    from agent_rl_sandbox.agents._drain import fold_inline
+
+    return fold_inline()
+
 
 def main() -> None:
-    """Console entry (``agent-rl-sandbox``): runs :data:`app`; exit statuses as in the module docstring."""
+    """Console entry (``agent-rl-sandbox``): runs the app; exit statuses as in the module docstring.
+
+    ``hook claude-code|codex`` with no further arguments takes the lean path
+    (:func:`agent_rl_sandbox.agents.hooks.hook_main`: stdlib only, about the cost of starting Python)."""
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "hook" and args[1] in _FAST_HOOKS:
+        from agent_rl_sandbox.agents.hooks import hook_main
+
+        raise SystemExit(hook_main(args[1], fold=_fold_inline))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from agent_rl_sandbox.cli._app import app
+
     app()

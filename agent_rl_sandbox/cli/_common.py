@@ -1,6 +1,6 @@
 """What every command module shares: the :class:`App` that makes commands show metavars in their
 help, the root group that applies the exit-code rule, the ``--home`` / ``--task-dir`` options, the
-settings they build, and a table console that never cuts ids.
+settings they build, and a table console and :func:`fold_ids`, so tables never cut ids.
 """
 
 from __future__ import annotations
@@ -119,10 +119,9 @@ def settings(home: Path | None = None, task_dirs: list[Path] | None = None) -> S
         field = str(first["loc"][0]) if first["loc"] else "settings"
         var = _ENV.get(field, f"AGENT_RL_SANDBOX_{field.upper()}")
         raise BadInput(f"bad setting {var}={first.get('input')!r}: {first['msg']}", f"fix or unset {var}") from None
-    except ValueError as e:  # a number that does not parse (AGENT_RL_SANDBOX_IDLE_SECONDS)
-        raise BadInput(
-            f"bad setting: {e}", "give AGENT_RL_SANDBOX_IDLE_SECONDS as a number of seconds (README: Settings)"
-        ) from None
+    except ValueError as e:  # a number that does not parse: the message names the variable
+        var = str(e).split("=", 1)[0]
+        raise BadInput(f"bad setting {e}", f"fix or unset {var} (README: Settings)") from None
     if task_dirs:
         base = base.model_copy(update={"task_dirs": (*base.task_dirs, *task_dirs)})
     return base
@@ -134,3 +133,12 @@ def table_console() -> Console:
 
     console = Console()
     return console if console.is_terminal else Console(width=max(console.width, 200))
+
+
+def fold_ids(table: Any, *headers: str) -> Any:
+    """Make the named columns of a rich ``table`` fold long values onto the next line instead of
+    cutting them with an ellipsis (ids are never truncated in a table). Returns the table."""
+    for col in table.columns:
+        if col.header in headers:
+            col.overflow = "fold"
+    return table

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, group, settings, table_console
+from agent_rl_sandbox.cli._common import HomeOpt, fold_ids, group, settings, table_console
 
 app = group("Adapters: list, show, deploy, rollback, enable, disable (the kill switch).")
 
@@ -64,7 +64,9 @@ def list_adapters(
         return _print(out.model_dump(mode="json"))
     from rich.table import Table
 
-    table = Table("adapter", "behaviour", "state", "job", "served as", "previous", "updated")
+    table = fold_ids(
+        Table("adapter", "behaviour", "state", "job", "served as", "previous", "updated"), "adapter", "job", "previous"
+    )
     for a in out.adapters:
         table.add_row(
             a.adapter_id,

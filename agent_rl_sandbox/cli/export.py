@@ -2,7 +2,8 @@
 
 Exit statuses (the package's rule): 0 exported (and valid, unless ``--no-validate``); 1 the export
 was refused (held-out or running trajectories into a training format, nothing left after the
-filters, a malformed time) or the validator rejects the file; 2 an unknown format.
+filters, a malformed time) or the validator rejects the file; 2 an unknown format, a ``--task`` that
+no task folder and no stored trajectory names, a ``--min-reward`` outside [0, 1].
 """
 
 from __future__ import annotations
@@ -57,7 +58,22 @@ def export(
 
     if fmt not in FORMATS:
         raise BadInput(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    if min_reward is not None and not 0.0 <= min_reward <= 1.0:
+        raise BadInput(
+            f"--min-reward {min_reward:g} is outside [0, 1] (rewards are in [0, 1])",
+            "give a value from 0 to 1, or --any-reward to include unscored trajectories",
+        )
     services = Services.build(settings(home, task_dir))
+    if (
+        task is not None
+        and task not in services.sandbox.tasks
+        and not services.store.trajectories.list(task_id=task, limit=1)[1]
+    ):
+        services.close()
+        raise BadInput(
+            f"unknown task {task!r}: no task folder and no stored trajectory has that id",
+            "see `agent-rl-sandbox tasks list` and `agent-rl-sandbox trajectories list` for the ids",
+        )
     opts = ExportOptions(
         format=fmt,
         task_id=task,

@@ -1,21 +1,58 @@
-"""``agent-rl-sandbox hook ...``: the commands agent clients' hooks call.
+"""``agent-rl-sandbox hook claude-code | codex | drain``: the commands agent clients' hooks call.
 
-A hook must never break the client: these commands print nothing and always exit 0 (events that
-cannot be stored now are queued; see :mod:`agent_rl_sandbox.agents.claude_code.hook`).
+``claude-code`` and ``codex`` never break the client: they print nothing on stdout and always exit 0.
+Run bare (as the shipped configs do) they never reach this module: :func:`agent_rl_sandbox.cli.main`
+sends them to the lean path (:mod:`agent_rl_sandbox.agents.hooks`), which queues the event and
+starts a background drainer. ``drain`` folds the queue into the store now and says what is left.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from agent_rl_sandbox.cli._common import group
+from agent_rl_sandbox.cli._common import HomeOpt, group, settings
+from agent_rl_sandbox.cli._outcome import verdict
 
-app = group("Commands that agent clients' hooks call.")
+app = group("Commands that agent clients' hooks call (and `drain`, which folds their queue into the store).")
 
 
 @app.command("claude-code")
 def claude_code() -> None:
     """Record one Claude Code hook event (JSON on stdin) as a `hook` step. Prints nothing; always exits 0."""
-    from agent_rl_sandbox.agents.claude_code.hook import main as hook_main
+    from agent_rl_sandbox.agents._drain import fold_inline
+    from agent_rl_sandbox.agents.hooks import hook_main
 
-    raise typer.Exit(hook_main())
+    raise typer.Exit(hook_main("claude-code", fold=fold_inline))
+
+
+@app.command("codex")
+def codex() -> None:
+    """Record one Codex hook event (JSON on stdin) as a `hook` step. Prints nothing; always exits 0."""
+    from agent_rl_sandbox.agents._drain import fold_inline
+    from agent_rl_sandbox.agents.hooks import hook_main
+
+    raise typer.Exit(hook_main("codex", fold=fold_inline))
+
+
+@app.command("drain")
+def drain(
+    home: HomeOpt = None,
+    wait: Annotated[
+        float, typer.Option("--wait", metavar="SECONDS", help="How long to wait for a drainer that is running.")
+    ] = 30.0,
+) -> None:
+    """Fold queued hook events into the store now. Exit 1 when events stay queued (the store could not
+    be written: the reason is printed) or were set aside in <home>/hooks/failed-events.jsonl."""
+    from agent_rl_sandbox.agents._drain import drain as run_drain
+
+    resolved = settings(home)
+    report = run_drain(resolved, wait_s=wait)
+    if report.locked_out:
+        typer.echo(f"another drainer is still running after {wait:g} s; try again", err=True)
+        verdict(False)
+    for p in report.problems:
+        typer.echo(p, err=True)
+    typer.echo(f"folded {report.folded} event(s); set aside {report.failed}; still queued {report.left}")
+    verdict(report.left == 0 and report.failed == 0 and not any(p.startswith("drain stopped") for p in report.problems))

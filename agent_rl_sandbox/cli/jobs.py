@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, group, settings, table_console
+from agent_rl_sandbox.cli._common import HomeOpt, fold_ids, group, settings, table_console
 from agent_rl_sandbox.cli._outcome import BadInput
 
 app = group("Training jobs: list, show, approve, reject, cancel (humans only).")
@@ -74,7 +74,7 @@ def list_jobs(
     if as_json:
         typer.echo(json.dumps({"jobs": [v.model_dump(mode="json") for v in views], "total": total}, indent=2))
         return
-    table = Table("job", "state", "requester", "trainer", "behaviour", "created", "expires", "reason")
+    table = fold_ids(Table("job", "state", "requester", "trainer", "behaviour", "created", "expires", "reason"), "job")
     for v in views:
         table.add_row(
             v.job_id, v.state, Text(v.requester), v.trainer, Text(v.behaviour), v.created_at[:19], v.expires_at[:19],

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, fold_ids, settings
 from agent_rl_sandbox.cli._outcome import BadInput, verdict
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ def render_report(report: EvalReport, console: Console) -> None:
     console.print(summary)
     if report.by_task:
         t = Table("task", "attempts", "passed", "pass rate", "mean reward", "variance", "zero var", title="by task")
+        fold_ids(t, "task")
         for g in report.by_task[:MAX_TABLE_ROWS]:
             t.add_row(
                 g.task_id,
@@ -160,6 +161,7 @@ def render_report(report: EvalReport, console: Console) -> None:
         t = Table(
             "session", "task", "reward", "passed", "self-report only", "failed / unscorable", title="trajectories"
         )
+        fold_ids(t, "session", "task")
         for s in report.trajectories[:MAX_TABLE_ROWS]:
             bad = ", ".join(s.failed_criteria + [f"{c} (error)" for c in s.error_criteria])
             t.add_row(s.session_id, s.task_id or "-", _fmt(s.reward), _fmt(s.passed), _fmt(s.self_report_only), bad)

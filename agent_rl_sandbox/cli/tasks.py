@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, group, settings, table_console
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, fold_ids, group, settings, table_console
 from agent_rl_sandbox.cli._outcome import BadInput, verdict
 
 app = group("List, show and check tasks.")
@@ -88,10 +88,11 @@ def check(
 
     The scripted runs go to a throwaway store unless --home is given, so they never mix with real
     trajectories (and never reach a training export or a gate). Exit 1 when a check fails, 2 for an
-    unknown task."""
+    unknown task. Prints a line per task on stderr as each check ends (a check runs both scripts in
+    sandboxes: seconds per task)."""
     import tempfile
+    import time
 
-    from rich.console import Console
     from rich.table import Table
 
     from agent_rl_sandbox.services import Services
@@ -107,7 +108,19 @@ def check(
             unknown = [t for t in task_ids or [] if t not in services.sandbox.tasks]
             if unknown:
                 raise BadInput(f"unknown task(s) {unknown}", _LIST_HINT)
-            rows = [direction_check(services.sandbox, tid) for tid in task_ids or sorted(services.sandbox.tasks)]
+            ids = task_ids or sorted(services.sandbox.tasks)
+            if ids:
+                typer.echo(f"checking {len(ids)} task(s): oracle must pass, known-bad must score lower", err=True)
+            rows = []
+            for i, tid in enumerate(ids, 1):
+                t0 = time.monotonic()
+                r = direction_check(services.sandbox, tid)
+                rows.append(r)
+                typer.echo(
+                    f"[{i}/{len(ids)}] {tid}: {'ok' if r.ok else 'FAIL'} (oracle {r.good_reward:.3f}, "
+                    f"known-bad {r.bad_reward:.3f}) in {time.monotonic() - t0:.1f} s",
+                    err=True,
+                )
         finally:
             services.close()
     finally:
@@ -115,7 +128,7 @@ def check(
             scratch.cleanup()
     if not rows:
         raise BadInput("no tasks to check", "add a task folder with --task-dir or AGENT_RL_SANDBOX_TASK_DIRS")
-    table = Table("task", "oracle reward", "bad reward", "verdict", "problem")
+    table = fold_ids(Table("task", "oracle reward", "bad reward", "verdict", "problem"), "task")
     for r in rows:
         table.add_row(
             r.task_id,
@@ -124,5 +137,5 @@ def check(
             "ok" if r.ok else "[red]FAIL[/red]",
             "; ".join(r.problems),
         )
-    Console().print(table)
+    table_console().print(table)
     verdict(all(r.ok for r in rows))

@@ -1,18 +1,20 @@
 """``agent-rl-sandbox hook claude-code`` on the documented payload shapes: pairing by tool use id, the
-``tool_response`` field, failures, re-fired Stop hooks, and never blocking Claude Code."""
+``tool_response`` field, failures, re-fired Stop hooks, late events after SessionEnd, the final
+message from ``transcript_path``, and never blocking Claude Code (the event is queued; the drainer
+folds it into the store, see ``test_hook_queue.py``)."""
 
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import statistics
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
 import pytest
+from hookrun import drain, hook_env, only_trajectory, open_store, run_hook
 
 from agent_rl_sandbox.agents.claude_code.hook import record_event
 from agent_rl_sandbox.tools.store import Store
@@ -20,6 +22,7 @@ from agent_rl_sandbox.tools.trajectories import conversation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 AGENTS = Path(__file__).resolve().parents[2] / "agent_rl_sandbox" / "agents"
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "claude_code" / "session-7f3c1a52.jsonl"
 
 
 def payload(name: str, **changes) -> dict:
@@ -38,31 +41,6 @@ def store(tmp_path):
     s = Store(f"sqlite:///{tmp_path / 'store.db'}")
     yield s
     s.close()
-
-
-def _hook_env(home: Path, **extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR")}
-    env.update(AGENT_RL_SANDBOX_HOME=str(home), **extra)
-    return env
-
-
-def run_hook(home: Path, event, **env) -> tuple[subprocess.CompletedProcess, float]:
-    raw = event if isinstance(event, bytes) else json.dumps(event).encode()
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "agent_rl_sandbox.cli", "hook", "claude-code"],
-        input=raw,
-        capture_output=True,
-        env=_hook_env(home, **env),
-        timeout=60,
-    )
-    return proc, time.perf_counter() - t0
-
-
-def only_trajectory(store):
-    rows, total = store.trajectories.list()
-    assert total == 1
-    return store.trajectories.get(rows[0].session_id)
 
 
 def test_a_session_through_the_real_command(tmp_path):
@@ -89,7 +67,9 @@ def test_a_session_through_the_real_command(tmp_path):
         f"\nhook process latency over {len(times)} events: median {statistics.median(times) * 1000:.0f} ms, "
         f"max {max(times) * 1000:.0f} ms"
     )
-    store = Store(f"sqlite:///{home / 'store.db'}")
+    d = drain(home)
+    assert d.returncode == 0, d.stderr
+    store = open_store(home)
     t = only_trajectory(store)
     assert t.status == "finished" and t.origin == "hook:claude-code" and t.external_id == "claude-code:sess-1"
     assert t.agent.model_name == "claude-sonnet-5"
@@ -117,9 +97,16 @@ def test_post_event_without_tool_response_is_reported_not_stored_empty(store, tm
     step = only_trajectory(store).steps[-1]
     assert step.observation is None and step.outcome == "unknown"
     assert step.extra["missing_result"] is True and "tool_response" in step.extra["hook_problem"]
-    # The real command says so on stderr (and still exits 0 with nothing on stdout).
-    proc, _ = run_hook(tmp_path / "h2", payload("PostToolUse", tool_response=None))
+    # The real command folding inline says so on stderr (and still exits 0 with nothing on stdout);
+    # in the background, the drainer writes it to <home>/hooks/drain.log.
+    proc, _ = run_hook(
+        tmp_path / "h2", payload("PostToolUse", tool_response=None), AGENT_RL_SANDBOX_HOOK_DRAIN="inline"
+    )
     assert proc.returncode == 0 and proc.stdout == b"" and b"no tool_response" in proc.stderr
+    proc, _ = run_hook(tmp_path / "h3", payload("PostToolUse", tool_response=None))
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    d = drain(tmp_path / "h3")  # whoever folded it (the background drainer or this drain) reported it
+    assert d.returncode == 0 and "no tool_response" in (tmp_path / "h3" / "hooks" / "drain.log").read_text() + d.stderr
 
 
 def test_pre_without_post_becomes_a_step_with_unknown_outcome(store):
@@ -166,15 +153,23 @@ def test_the_command_never_blocks(tmp_path):
     ):
         proc, _ = run_hook(home, raw)
         assert proc.returncode == 0 and proc.stdout == b""
-    # An unreachable store: exit 0 promptly, the event is kept (redacted) for later.
+    # An unreachable store: exit 0 at once; the event stays queued (never lost) and `hook drain` says why.
     ev = payload("PostToolUse", tool_input={"command": "echo AKIAIOSFODNN7EXAMPLE"})
-    proc, dt = run_hook(home, ev, AGENT_RL_SANDBOX_DATABASE_URL="postgresql+psycopg://nobody@127.0.0.1:1/none")
+    bad_url = {"AGENT_RL_SANDBOX_DATABASE_URL": "postgresql+psycopg://nobody@127.0.0.1:1/none"}
+    proc, dt = run_hook(home, ev, **bad_url)
     assert proc.returncode == 0 and proc.stdout == b"" and dt < 15
-    spool = (home / "hooks" / "failed-events.jsonl").read_text()
-    assert "PostToolUse" in spool and "AKIAIOSFODNN7EXAMPLE" not in spool
+    d = drain(home, **bad_url)
+    assert d.returncode == 1 and "stay queued" in d.stderr, d.stderr
+    queued = [f for f in (home / "hooks").glob("*.jsonl") if f.name not in ("queue.jsonl", "failed-events.jsonl")]
+    assert any("AKIAIOSFODNN7EXAMPLE" in f.read_text() for f in queued)  # kept for that store, not lost
+    assert all(f.stat().st_mode & 0o077 == 0 for f in queued)  # unredacted until folded: owner only
+    # The default store's drainer leaves that store's events alone.
+    d = drain(home)
+    assert d.returncode == 0 and "folded 0" in d.stdout
+    assert any("AKIAIOSFODNN7EXAMPLE" in f.read_text() for f in (home / "hooks").glob("*.jsonl"))
 
 
-def test_a_locked_store_times_out_instead_of_hanging(tmp_path):
+def test_a_locked_store_loses_no_event(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     Store(f"sqlite:///{home / 'store.db'}").close()
@@ -183,13 +178,21 @@ def test_a_locked_store_times_out_instead_of_hanging(tmp_path):
     holder = sqlite3.connect(home / "store.db", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # another writer holds the database
     try:
-        proc, dt = run_hook(home, payload("UserPromptSubmit"), AGENT_RL_SANDBOX_HOOK_TIMEOUT="1")
+        times = []
+        for ev in (payload("SessionStart"), payload("UserPromptSubmit")):
+            proc, dt = run_hook(home, ev, AGENT_RL_SANDBOX_HOOK_TIMEOUT="1")
+            assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+            times.append(dt)
+        d = drain(home, AGENT_RL_SANDBOX_HOOK_TIMEOUT="1")
+        assert d.returncode == 1 and "stay queued" in d.stderr and "still queued 2" in d.stdout, (d.stdout, d.stderr)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert proc.returncode == 0 and proc.stdout == b"" and dt < 10
-    assert b"could not record UserPromptSubmit" in proc.stderr
-    assert "UserPromptSubmit" in (home / "hooks" / "failed-events.jsonl").read_text()
+    assert max(times) < 10  # the hook never waits for the store
+    assert drain(home).returncode == 0
+    store = open_store(home)
+    assert [s.extra["event"] for s in only_trajectory(store).steps] == ["session_start", "user_prompt"]
+    store.close()
 
 
 def test_session_end_finishes_and_a_resumed_session_links_back(store):
@@ -229,7 +232,7 @@ def test_ignored_events_create_nothing(store):
 def test_concurrent_hook_processes_share_one_trajectory(tmp_path):
     home = tmp_path / "home"
     procs = []
-    env = _hook_env(home)
+    env = hook_env(home)
     for i in range(8):
         ev = json.dumps(payload("PostToolUse", tool_use_id=f"toolu_{i}")).encode()
         p = subprocess.Popen(
@@ -243,7 +246,8 @@ def test_concurrent_hook_processes_share_one_trajectory(tmp_path):
     for p, ev in procs:
         out, err = p.communicate(ev, timeout=60)
         assert p.returncode == 0 and out == b"", err
-    store = Store(f"sqlite:///{home / 'store.db'}")
+    assert drain(home).returncode == 0
+    store = open_store(home)
     t = only_trajectory(store)
     assert sorted(s.tool_calls[0].tool_call_id for s in t.steps) == [f"toolu_{i}" for i in range(8)]
     store.close()
@@ -284,5 +288,80 @@ def test_shipped_client_configs():
     assert settings["enabledMcpjsonServers"] == ["agent-rl-sandbox"]
     mcp = json.loads((AGENTS / "claude_code" / "mcp.json").read_text())["mcpServers"]["agent-rl-sandbox"]
     assert (mcp["command"], mcp["args"]) == ("agent-rl-sandbox", ["serve"])
-    codex = tomllib.loads((AGENTS / "codex" / "config.toml").read_text())["mcp_servers"]["agent-rl-sandbox"]
-    assert (codex["command"], codex["args"]) == ("agent-rl-sandbox", ["serve"])
+    codex = tomllib.loads((AGENTS / "codex" / "config.toml").read_text())
+    assert (codex["mcp_servers"]["agent-rl-sandbox"]["command"], codex["mcp_servers"]["agent-rl-sandbox"]["args"]) == (
+        "agent-rl-sandbox",
+        ["serve"],
+    )
+    codex_hooks = json.loads((AGENTS / "codex" / "hooks.json").read_text())["hooks"]
+    assert set(codex_hooks) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"}
+    assert codex["hooks"] == codex_hooks and codex["features"]["hooks"] is True  # one truth, two forms
+
+
+def test_a_post_tool_use_after_session_end_opens_nothing(store, tmp_path):
+    record_event(store, payload("SessionStart"))
+    record_event(store, payload("SessionEnd"))
+    late = record_event(store, payload("PostToolUse", tool_use_id="toolu_late"))
+    assert late.late and "after SessionEnd" in late.problems[0]
+    rows, total = store.trajectories.list()
+    assert total == 1 and rows[0].status == "finished"  # no new trajectory left running forever
+    # Through the real command: the late event is set aside (redacted), not lost and not a new trajectory.
+    home = tmp_path / "home"
+    secret = "https://deploy:tok3n-value@registry.example.com/simple"
+    for ev in (payload("SessionStart"), payload("SessionEnd"), payload("PostToolUse", tool_input={"command": secret})):
+        run_hook(home, ev)
+    drain(home)  # (the background drainer may have folded them already: the file is the record)
+    aside = (home / "hooks" / "failed-events.jsonl").read_text()
+    assert "after SessionEnd" in aside and "tok3n-value" not in aside
+    s2 = open_store(home)
+    assert [r.status for r in s2.trajectories.list()[0]] == ["finished"]
+    s2.close()
+
+
+def test_the_final_message_comes_from_the_transcript(tmp_path):
+    """Claude Code's Stop may carry no ``last_assistant_message``: the hook reads the turn's last
+    assistant text from ``transcript_path`` (a real transcript shape), so evidence criteria have it."""
+    home = tmp_path / "home"
+    transcript = tmp_path / "t.jsonl"
+    shutil.copy(TRANSCRIPT, transcript)
+    for ev in (
+        payload("SessionStart", transcript_path=str(transcript)),
+        payload("UserPromptSubmit", transcript_path=str(transcript)),
+        payload("Stop", stop_hook_active=False, last_assistant_message=None, transcript_path=str(transcript)),
+        payload("SessionEnd", transcript_path=str(transcript)),
+    ):
+        proc, _ = run_hook(home, ev)
+        assert proc.returncode == 0
+    assert drain(home).returncode == 0
+    store = open_store(home)
+    t = only_trajectory(store)
+    want = "Fixed: discounted() now rounds half-up to cents with Decimal. `python -m pytest -q`: 4 passed."
+    end = [s for s in t.steps if s.extra.get("event") == "end_of_turn"][0]
+    assert end.message == want and end.extra["final_message_from"] == "transcript_path"
+    assert t.status == "finished" and t.final_message == want
+    store.close()
+    # A session ended with no Stop at all: SessionEnd reads it too.
+    home2 = tmp_path / "home2"
+    for ev in (payload("SessionStart"), payload("SessionEnd", transcript_path=str(transcript))):
+        run_hook(home2, ev)
+    assert drain(home2).returncode == 0
+    s2 = open_store(home2)
+    assert only_trajectory(s2).final_message == want
+    s2.close()
+
+
+def test_the_hook_process_imports_nothing_heavy(tmp_path):
+    """The lean path: no typer, rich, pydantic or SQLAlchemy in the hook process."""
+    code = (
+        "import io, sys\n"
+        "sys.argv = ['agent-rl-sandbox', 'hook', 'claude-code']\n"
+        'sys.stdin = io.TextIOWrapper(io.BytesIO(b\'{"hook_event_name": "Stop", "session_id": "s"}\'))\n'
+        "from agent_rl_sandbox.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "heavy = sorted(m for m in ('typer', 'rich', 'pydantic', 'sqlalchemy', 'click') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    env = hook_env(tmp_path / "home", AGENT_RL_SANDBOX_HOOK_DRAIN="off")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert '"hook_event_name":"Stop"' in (tmp_path / "home" / "hooks" / "queue.jsonl").read_text()

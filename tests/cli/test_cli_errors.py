@@ -22,6 +22,8 @@ def _cli(args, tmp_path, **env):
         (["tasks", "show", "nope"], {}, "unknown task 'nope'"),
         (["tasks", "list"], {"AGENT_RL_SANDBOX_ISOLATION": "bogus"}, "bad setting AGENT_RL_SANDBOX_ISOLATION='bogus'"),
         (["serve"], {"AGENT_RL_SANDBOX_IDLE_SECONDS": "soon"}, "bad setting"),
+        (["serve"], {"AGENT_RL_SANDBOX_ISOLATION": "bogus"}, "bad setting AGENT_RL_SANDBOX_ISOLATION='bogus'"),
+        (["serve"], {"AGENT_RL_SANDBOX_JOB_MAX_STEPS": "many"}, "bad setting AGENT_RL_SANDBOX_JOB_MAX_STEPS='many'"),
         (["score", "store"], {"AGENT_RL_SANDBOX_DATABASE_URL": "notaurl"}, "cannot open the store"),
         (
             ["score", "store"],

@@ -82,9 +82,26 @@ def test_tasks(tmp_path, monkeypatch):
     write_task(user / "good", "user/good", known_bad_as_good=False)
     write_task(user / "flat", "user/flat", known_bad_as_good=True)
     dirs = ["--task-dir", str(user), "--home", str(tmp_path / "home")]
-    assert cli("tasks", "check", "user/good", *dirs).exit_code == 0
+    good = cli("tasks", "check", "user/good", *dirs)
+    assert good.exit_code == 0
+    assert "checking 1 task(s)" in good.stderr and "[1/1] user/good: ok (oracle 1.000" in good.stderr  # progress
     failed = cli("tasks", "check", "user/flat", *dirs)
     assert failed.exit_code == 1 and "FAIL" in failed.stdout, failed.output
+    assert "[1/1] user/flat: FAIL" in failed.stderr
+
+
+def test_tables_fold_long_ids_instead_of_cutting_them(tmp_path):
+    long_id = "user/" + "a-very-long-task-identifier-" * 3 + "end"
+    write_task(tmp_path / "tasks" / "long", long_id, known_bad_as_good=False)
+    r = runner.invoke(
+        app, ["tasks", "check", long_id, "--task-dir", str(tmp_path / "tasks"), "--home", str(tmp_path / "h")],
+        env={"COLUMNS": "60"},
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    table = r.stdout
+    assert "…" not in table and long_id.replace("\n", "") in "".join(
+        line.strip("│┃ ").split("│")[0].strip() for line in table.splitlines()
+    )
 
 
 def test_trajectories(home):
@@ -141,6 +158,16 @@ def test_export(tmp_path, home):
     assert_bad_input(cli("export", "nope", *out), "unknown export format 'nope'")
 
 
+def test_export_filters_are_validated(tmp_path, home):
+    out = ["--out", str(tmp_path / "exports"), "--home", home]
+    assert_bad_input(cli("export", "sft", "--task", "no-such-task", *out), "unknown task 'no-such-task'")
+    for bad in ("1.5", "-0.1"):
+        assert_bad_input(cli("export", "sft", "--min-reward", bad, *out), "outside [0, 1]")
+    # a task known to the registry (no trajectories of it) is a filter, not an error
+    known = cli("export", "atif", "--task", TASK, "--include-unknown-tasks", *out)
+    assert known.exit_code == 1 and "error:" not in known.stderr
+
+
 def test_demo_and_hook(tmp_path):
     assert_bad_input(cli("demo", "--task", "nope", "--home", str(tmp_path / "home")), "unknown task 'nope'")
     # a hook never breaks its client: garbage on stdin still exits 0
@@ -152,8 +179,24 @@ def test_demo_and_hook(tmp_path):
 
 @pytest.mark.parametrize(
     ("var", "value"),
-    [("AGENT_RL_SANDBOX_ISOLATION", "bogus"), ("AGENT_RL_SANDBOX_IDLE_SECONDS", "soon")],
+    [
+        ("AGENT_RL_SANDBOX_ISOLATION", "bogus"),
+        ("AGENT_RL_SANDBOX_IDLE_SECONDS", "soon"),
+        ("AGENT_RL_SANDBOX_JOB_MAX_STEPS", "many"),
+        ("AGENT_RL_SANDBOX_JOB_EXPIRY_HOURS", "x"),
+        ("AGENT_RL_SANDBOX_IDLE_SECONDS", "-1"),
+    ],
 )
 def test_bad_settings_exit_2(tmp_path, var, value):
-    for args in (["tasks", "list"], ["score", str(SUITE)], ["trajectories", "list"], ["import", str(ATIF)]):
-        assert_bad_input(cli(*args, env={var: value, "AGENT_RL_SANDBOX_HOME": str(tmp_path)}), "bad setting")
+    for args in (
+        ["tasks", "list"],
+        ["score", str(SUITE)],
+        ["trajectories", "list"],
+        ["import", str(ATIF)],
+        ["export", "sft"],
+        ["config", "codex"],
+        ["hook", "drain"],
+    ):
+        r = cli(*args, env={var: value, "AGENT_RL_SANDBOX_HOME": str(tmp_path)})
+        assert_bad_input(r, f"bad setting {var}=")  # names the variable, the value and what is wrong
+        assert f"fix or unset {var}" in r.stderr

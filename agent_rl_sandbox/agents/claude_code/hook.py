@@ -32,10 +32,19 @@ process opens the store, records the event and exits. What it does per event:
 ``Notification`` and unknown events
     Ignored.
 
-The command never blocks Claude Code: it prints nothing on stdout, always exits 0 (with or without
-``stop_hook_active``), gives up after ``AGENT_RL_SANDBOX_HOOK_TIMEOUT`` seconds (default 10), and when
-the store cannot be written it appends the (redacted) event to ``<home>/hooks/failed-events.jsonl`` and
-says why on stderr.
+The same recorder serves Codex (:data:`CODEX`): its hook payloads use the same field names
+(``hook_event_name``, ``session_id``, ``turn_id``, ``tool_use_id``, ``tool_input``, ``tool_response``,
+``last_assistant_message``; see ``tests/agents/fixtures/codex/README.md``); it has no SessionEnd, so
+its trajectory stays running and each turn's end carries the final message.
+
+Only SessionStart and UserPromptSubmit open a new trajectory for a session whose trajectory is
+finished (a resumed session); any other event that arrives after SessionEnd is reported and not
+recorded (:class:`HookResult` ``late``), so it never opens a trajectory that nothing finishes.
+
+The hook command itself never touches the store: it queues the event
+(:mod:`agent_rl_sandbox.agents.hooks`) and the drainer calls :func:`record_event`
+(:mod:`agent_rl_sandbox.agents._drain`). Each step's ``timestamp`` is the time the event was queued,
+and steps carry client step ids derived from the queue id, so folding an event twice adds nothing.
 """
 
 from __future__ import annotations
@@ -43,24 +52,39 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import signal
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger("agent_rl_sandbox.hook")
 
-ORIGIN = "hook:claude-code"
-EXTERNAL_PREFIX = "claude-code:"
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """How one client's hook sessions are named in the store."""
+
+    name: str
+    """Agent name of its trajectories (``claude-code``, ``codex``)."""
+    origin: str
+    """Trajectory origin (``hook:<name>``)."""
+    external_prefix: str
+    """``external_id`` is this plus the client's ``session_id``."""
+    step_prefix: str
+    """Prefix of the client step ids its steps carry (``cc``, ``cx``)."""
+
+
+CLAUDE_CODE = ClientSpec("claude-code", "hook:claude-code", "claude-code:", "cc")
+CODEX = ClientSpec("codex", "hook:codex", "codex:", "cx")
+CLIENTS = {c.name: c for c in (CLAUDE_CODE, CODEX)}
+ORIGIN = CLAUDE_CODE.origin
+EXTERNAL_PREFIX = CLAUDE_CODE.external_prefix
 MAX_CONTENT_CHARS = 65_536
 """Longest tool result kept in a step (the rest is cut with a note; ``extra.response_chars`` has the size)."""
 RESULT_FIELD = "tool_response"
 """Where Claude Code puts a tool's result in PostToolUse (not ``tool_result``/``tool_output``)."""
 _OTHER_RESULT_FIELDS = ("tool_result", "tool_output", "output", "result", "response")
 _EXIT_CODE = re.compile(r"\bExit code:?\s*(-?\d+)")
-_IGNORED = frozenset({"Notification"})
+_IGNORED = frozenset({"Notification", "PermissionRequest"})
 _HANDLED = frozenset(
     {
         "SessionStart",
@@ -69,11 +93,16 @@ _HANDLED = frozenset(
         "PostToolUse",
         "PostToolUseFailure",
         "Stop",
+        "StopFailure",
+        "SubagentStart",
         "SubagentStop",
         "PreCompact",
+        "PostCompact",
         "SessionEnd",
     }
 )
+_OPENING = frozenset({"SessionStart", "UserPromptSubmit"})
+"""Events that may open a new trajectory for a session whose trajectory is finished (a resume)."""
 
 
 @dataclass
@@ -87,7 +116,8 @@ class HookResult:
     """Step ids created."""
     problems: list[str] = field(default_factory=list)
     finished: bool = False
-    spooled: bool = False
+    late: bool = False
+    """The event arrived after its session's trajectory was finished and was not recorded."""
 
 
 def _now() -> str:
@@ -152,20 +182,29 @@ def _args(value: Any) -> dict:
 
 
 class _Recorder:
-    def __init__(self, pending, event: dict, result: HookResult):
+    def __init__(self, pending, event: dict, result: HookResult, client: ClientSpec, qid: str | None, at: str):
         self.p = pending
         self.ev = event
         self.res = result
+        self.client = client
+        self.qid = qid
+        self.at = at
+        self.pre = client.step_prefix
+
+    def _cid(self, kind: str) -> dict[str, str]:
+        """A client step id for a step that has no natural one (prompt, system step): from the queue id."""
+        return {"client_step_id": f"{self.pre}-{kind}:{self.qid}"} if self.qid else {}
 
     def append(self, *steps: dict) -> list[tuple[Any, bool]]:
         for s in steps:
             s["provenance"] = "hook"
+            s.setdefault("timestamp", self.at)
         out = self.p.append(list(steps))
         self.res.steps.extend(s.step_id for s, created in out if created)
         return out
 
     def system(self, event: str, message: str = "", **extra: Any) -> None:
-        self.append({"source": "system", "message": message, "extra": {"event": event, **extra}})
+        self.append({"source": "system", "message": message, "extra": {"event": event, **extra}, **self._cid("sys")})
 
     # -- turn bookkeeping -------------------------------------------------------------------------
     def flush(self) -> None:
@@ -190,7 +229,7 @@ class _Recorder:
                         "started_at": data.get("started_at"),
                         "reason": "PreToolUse without PostToolUse or PostToolUseFailure",
                     },
-                    "client_step_id": f"cc-tool:{call_id}",
+                    "client_step_id": f"{self.pre}-tool:{call_id}",
                 }
             )
             self.p.pop(key)
@@ -205,8 +244,11 @@ class _Recorder:
                         "event": "end_of_turn",
                         "stop_events": stop.get("count", 1),
                         "stop_hook_active_seen": bool(stop.get("active_seen")),
+                        **(
+                            {"final_message_from": stop["final_message_from"]} if stop.get("final_message_from") else {}
+                        ),
                     },
-                    "client_step_id": f"cc-stop:{stop.get('first_at')}",
+                    "client_step_id": f"{self.pre}-stop:{stop.get('first_at')}",
                 }
             )
             if message:
@@ -223,7 +265,10 @@ class _Recorder:
         if not isinstance(prompt, str):
             self.res.problems.append("UserPromptSubmit without a prompt string")
             return
-        self.append({"source": "user", "message": prompt, "extra": {"event": "user_prompt"}})
+        extra = {"event": "user_prompt"}
+        if isinstance(self.ev.get("turn_id"), str):
+            extra["turn_id"] = self.ev["turn_id"]
+        self.append({"source": "user", "message": prompt, "extra": extra, **self._cid("prompt")})
 
     def PreToolUse(self) -> None:  # noqa: N802
         key, call_id = _tool_key(self.ev)
@@ -234,7 +279,7 @@ class _Recorder:
                 "call_id": call_id,
                 "tool_name": self.ev.get("tool_name"),
                 "tool_input": self.ev.get("tool_input"),
-                "started_at": _now(),
+                "started_at": self.at,
                 "permission_mode": self.ev.get("permission_mode"),
             },
         )
@@ -264,7 +309,7 @@ class _Recorder:
             "source": "agent",
             "message": "",
             "tool_calls": [{"tool_call_id": call_id, "function_name": name, "arguments": args}],
-            "client_step_id": f"cc-tool:{call_id}",
+            "client_step_id": f"{self.pre}-tool:{call_id}",
             "extra": extra,
         }
         if failed:
@@ -297,19 +342,31 @@ class _Recorder:
         ((stored, created),) = self.append(step)
         if not created and stored.extra.get("missing_result") and step.get("observation"):
             # The pre was already written as "no result" (its turn ended first); keep the late result too.
-            step["client_step_id"] = f"cc-late:{call_id}"
+            step["client_step_id"] = f"{self.pre}-late:{call_id}"
             step["extra"] = {**extra, "late_result_for_step": stored.step_id}
             self.append(step)
 
     def Stop(self) -> None:  # noqa: N802
-        cur = self.p.get("stop") or {"count": 0, "first_at": _now(), "active_seen": False}
+        cur = self.p.get("stop") or {"count": 0, "first_at": self.at, "active_seen": False}
         cur["count"] = int(cur.get("count", 0)) + 1
         if self.ev.get("stop_hook_active"):
             cur["active_seen"] = True
         msg = self.ev.get("last_assistant_message")
         if isinstance(msg, str) and msg:
             cur["last_assistant_message"] = msg
+            cur["final_message_from"] = self.ev.get("final_message_from")
         self.p.put("stop", "stop", cur)
+
+    def StopFailure(self) -> None:  # noqa: N802 - Codex: the turn ended on an error
+        self.system(
+            "stop_failure", error=self.ev.get("error"), last_assistant_message=self.ev.get("last_assistant_message")
+        )
+
+    def SubagentStart(self) -> None:  # noqa: N802
+        self.system("subagent_start", agent_type=self.ev.get("agent_type"), agent_id=self.ev.get("agent_id"))
+
+    def PostCompact(self) -> None:  # noqa: N802
+        self.system("post_compact", trigger=self.ev.get("trigger"))
 
     def SubagentStop(self) -> None:  # noqa: N802
         self.system(
@@ -324,12 +381,21 @@ class _Recorder:
 
     def SessionEnd(self) -> None:  # noqa: N802
         self.flush()
+        msg = self.ev.get("last_assistant_message")
+        if isinstance(msg, str) and msg and self.p.get("final") is None:
+            self.p.put("final", "meta", {"message": msg})  # no Stop carried it: from the transcript
         self.system("session_end", reason=self.ev.get("reason"))
 
 
-def record_event(store, event: dict) -> HookResult:
-    """Record one parsed hook event in ``store`` (a :class:`~agent_rl_sandbox.tools.store.Store`). Raises on store errors;
-    :func:`run` is the never-raising wrapper."""
+def record_event(
+    store, event: dict, *, client: ClientSpec = CLAUDE_CODE, qid: str | None = None, at: str | None = None
+) -> HookResult:
+    """Record one parsed hook event of ``client`` in ``store`` (a :class:`~agent_rl_sandbox.tools.store.Store`).
+
+    ``qid`` (the queue id) makes a repeated fold add nothing; ``at`` (ISO-8601, when the event was
+    queued; default now) is the timestamp of the steps it makes. Raises on store errors (the drainer
+    keeps the event queued)."""
+    at = at or _now()
     res = HookResult(event=event.get("hook_event_name"))
     name, csid = event.get("hook_event_name"), event.get("session_id")
     if name in _IGNORED:
@@ -340,20 +406,27 @@ def record_event(store, event: dict) -> HookResult:
     if not isinstance(csid, str) or not csid:
         res.problems.append(f"{name} event without session_id; ignored")
         return res
-    agent = {"name": "claude-code"}
+    agent = {"name": client.name}
     if isinstance(event.get("model"), str):
         agent["model_name"] = event["model"]
     meta = {k: event[k] for k in ("cwd", "transcript_path") if isinstance(event.get(k), str)}
     trajectories = store.trajectories
     summary, created = trajectories.start_or_resume_external(
-        EXTERNAL_PREFIX + csid, agent=agent, origin=ORIGIN, meta=meta
+        client.external_prefix + csid, agent=agent, origin=client.origin, meta=meta, reopen=name in _OPENING
     )
     res.session_id = summary.session_id
+    if summary.status != "running":
+        res.late = True
+        res.problems.append(
+            f"{name} for {client.name} session {csid} arrived after its trajectory {summary.session_id} finished"
+            " (after SessionEnd); not recorded"
+        )
+        return res
     if not created and "model_name" in agent and summary.agent.model_name != agent["model_name"]:
         trajectories.update_meta(summary.session_id, agent={**summary.agent.model_dump(exclude_none=True), **agent})
     final = None
     with store.hook_events.transaction(summary.session_id) as p:
-        getattr(_Recorder(p, event, res), name)()
+        getattr(_Recorder(p, event, res, client, qid, at), name)()
         if name == "SessionEnd":
             final = (p.pop("final") or {}).get("message")
             for key, _kind, _data in p.items():
@@ -362,88 +435,3 @@ def record_event(store, event: dict) -> HookResult:
         trajectories.finish(summary.session_id, final_message=final)
         res.finished = True
     return res
-
-
-def _spool(settings, raw: bytes, why: str) -> bool:
-    """Keep an event the store could not take: redacted, one JSON line per event."""
-    try:
-        try:
-            event: Any = json.loads(raw.decode("utf-8", errors="replace"))
-        except ValueError:
-            event = raw.decode("utf-8", errors="replace")
-        from agent_rl_sandbox.tools.store._redact import Redactor
-
-        event, _ = Redactor().value(event)
-        folder = settings.home / "hooks"
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "failed-events.jsonl", "a", encoding="utf-8") as f:
-            f.write(json.dumps({"at": _now(), "error": why, "event": event}, ensure_ascii=False, default=str) + "\n")
-        return True
-    except Exception:  # noqa: BLE001 - the hook must never fail
-        return False
-
-
-class _Timeout(Exception):
-    pass
-
-
-def run(raw: bytes, settings=None, *, busy_timeout_s: float = 5.0) -> HookResult:
-    """Parse and record one event; never raises (problems are logged to stderr and returned).
-    ``busy_timeout_s`` bounds each wait for the store's write lock."""
-    res = HookResult()
-    try:
-        event = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        res.problems.append(f"hook input is not JSON: {e}")
-        log.warning("agent-rl-sandbox hook: %s", res.problems[-1])
-        return res
-    if not isinstance(event, dict):
-        res.problems.append("hook input is not a JSON object")
-        log.warning("agent-rl-sandbox hook: %s", res.problems[-1])
-        return res
-    store = None
-    try:
-        from agent_rl_sandbox.settings import Settings
-        from agent_rl_sandbox.tools.store import Store
-
-        settings = settings or Settings.from_env()
-        settings.home.mkdir(parents=True, exist_ok=True)
-        store = Store(settings.db_url, busy_timeout_s=busy_timeout_s)
-        res = record_event(store, event)
-    except BaseException as e:  # noqa: BLE001 - never block Claude Code, whatever happened
-        why = f"{type(e).__name__}: {e}"
-        res.problems.append(f"could not record {event.get('hook_event_name')}: {why}")
-        if settings is not None:
-            res.spooled = _spool(settings, raw, why)
-    finally:
-        if store is not None:
-            store.close()
-    for p in res.problems:
-        log.warning("agent-rl-sandbox hook: %s", p)
-    return res
-
-
-def main(stdin: Any = None) -> int:
-    """Console entry: read the event from stdin, record it, return 0 (always)."""
-    logging.basicConfig(
-        stream=sys.stderr, level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "WARNING"), format="%(message)s"
-    )
-    timeout = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_TIMEOUT", "10") or 10)
-
-    def _alarm(_sig, _frame):
-        raise _Timeout(f"gave up after {timeout:g} s (store busy or unreachable)")
-
-    use_alarm = hasattr(signal, "SIGALRM") and timeout > 0
-    if use_alarm:
-        signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-    try:
-        raw = (stdin or sys.stdin.buffer).read()
-        # Lock waits end well before the alarm (a wait inside SQLite is not interrupted by the signal).
-        run(raw, busy_timeout_s=max(0.2, timeout / 2) if timeout > 0 else 5.0)
-    except BaseException as e:  # noqa: BLE001
-        log.warning("agent-rl-sandbox hook: %s", e)
-    finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    return 0

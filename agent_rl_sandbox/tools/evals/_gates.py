@@ -233,7 +233,10 @@ def evaluate_gate(
                 1,
                 v,
                 f"{v} validated unhook(s)",
-                "add an unhook with a name, a command or procedure, and validated = true"
+                "give validated unhooks: `agent-rl-sandbox score ... --unhooks FILE` (a JSON list of {name, command"
+                " or procedure, validated: true}) or an `unhooks` list in the suite; each must have been run and"
+                " seen to work (for a trained adapter: `agent-rl-sandbox adapters deploy` dry-runs its disable and"
+                " rollback paths; README: Adapter registry and unhooks)"
                 if v < 1
                 else f"invalidating all {v} validated unhook(s) would fail it",
             )

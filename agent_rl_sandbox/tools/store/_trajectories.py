@@ -184,10 +184,13 @@ class TrajectoryRepository:
         task_id: str | None = None,
         behaviour: str | None = None,
         split: str | None = None,
+        reopen: bool = True,
     ) -> tuple[TrajectorySummary, bool]:
         """The running trajectory recorded for a client session (``external_id``), created if there is
         none. A session whose trajectory was already finished (a resumed Claude Code session) gets a new
-        trajectory whose ``parent_session_id`` is the previous one. Safe under concurrent callers: the
+        trajectory whose ``parent_session_id`` is the previous one; with ``reopen=False`` it does not,
+        and the finished one is returned instead (``status == "finished"``: a late event of an ended
+        session must not open a trajectory that never ends). Safe under concurrent callers: the
         lookup and insert hold the write lock (SQLite) or an advisory lock on the id (PostgreSQL).
         Returns ``(summary, created)``."""
         agent_info = agent if isinstance(agent, AgentInfo) else AgentInfo(**(agent or {}))
@@ -208,6 +211,8 @@ class TrajectoryRepository:
                 .order_by(trajectories.c.created_at.desc(), trajectories.c.session_id.desc())
             ).all()
             sid = next((s for s, status in rows if status == "running"), None)
+            if sid is None and rows and not reopen:
+                sid = rows[0][0]
             created = sid is None
             if created:
                 parent = rows[0][0] if rows else None

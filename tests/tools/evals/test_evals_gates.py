@@ -114,7 +114,10 @@ def test_unscorable_share_fails_closed():
 
 def test_validated_unhooks_required():
     gate = BUILTIN_GATES["deploy"]
-    assert not evaluate_gate(report(score("a", 1, True)), "deploy", gate).passed
+    failed = evaluate_gate(report(score("a", 1, True)), "deploy", gate)
+    assert not failed.passed
+    advice = checks(failed)["require_validated_unhooks"].what_would_change
+    assert "score ... --unhooks FILE" in advice and "adapters deploy" in advice  # where validated unhooks come from
     v = evaluate_gate(report(score("a", 1, True), unhooks=1), "deploy", gate)
     assert v.passed and checks(v)["require_validated_unhooks"].measured == 1
 
