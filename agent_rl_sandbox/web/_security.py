@@ -32,7 +32,9 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "ars_ui_token"
-"""Name of the cookie that carries the access token after the first visit."""
+"""Prefix of the cookie that carries the access token after the first visit; the bound port is
+appended (:attr:`WebConfig.cookie`), because browsers share cookies between a host's ports and two
+pages on one machine would otherwise overwrite each other's token."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -104,6 +106,11 @@ class WebConfig:
         return frozenset(h.lower() for h in (*hosts, *self.extra_hosts))
 
     @property
+    def cookie(self) -> str:
+        """The token cookie's name for this page: :data:`COOKIE` + ``_`` + the port."""
+        return f"{COOKIE}_{self.port}"
+
+    @property
     def url(self) -> str:
         """The ready-to-open URL with the token (what ``ui`` prints)."""
         host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
@@ -150,9 +157,9 @@ class Guard:
                 )
             rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
             resp = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
-            resp.set_cookie(COOKIE, cfg.token, httponly=True, samesite="strict", path="/")
+            resp.set_cookie(cfg.cookie, cfg.token, httponly=True, samesite="strict", path="/")
             return await resp(scope, receive, send)
-        cookie = Request(scope).cookies.get(COOKIE, "")
+        cookie = Request(scope).cookies.get(cfg.cookie, "")
         if not hmac.compare_digest(cookie.encode(), cfg.token.encode()):
             return await _deny(401, "refused: no access token; open the URL `agent-rl-sandbox ui` printed")(
                 scope, receive, send

@@ -21,6 +21,7 @@ from agent_rl_sandbox.tools.store._schema import jobs as jobs_table
 from agent_rl_sandbox.web import COOKIE, WebConfig, create_app, csrf_token
 
 PORT = 8765
+COOKIE_NAME = f"{COOKIE}_{PORT}"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def app(world, config):
 def _client(app, *, cookie: bool = True, host: str = f"127.0.0.1:{PORT}") -> TestClient:
     c = TestClient(app, base_url=f"http://{host}", follow_redirects=False)
     if cookie:
-        c.cookies.set(COOKIE, TOKEN)
+        c.cookies.set(COOKIE_NAME, TOKEN)
     return c
 
 
@@ -52,8 +53,8 @@ def test_every_request_needs_the_token(app):
         assert "no access token" in r.text
     assert anon.post("/jobs/x/approve", data={"csrf": "x"}).status_code == 401
     r = anon.get("/jobs?token=wrong-token-wrong-token")
-    assert r.status_code == 401 and COOKIE not in r.headers.get("set-cookie", "")
-    anon.cookies.set(COOKIE, "wrong-token-wrong-token")
+    assert r.status_code == 401 and "set-cookie" not in r.headers
+    anon.cookies.set(COOKIE_NAME, "wrong-token-wrong-token")
     assert anon.get("/jobs").status_code == 401
 
 
@@ -62,8 +63,10 @@ def test_the_token_url_sets_a_strict_cookie_and_drops_the_token(app):
     r = anon.get(f"/jobs?state=queued&token={TOKEN}")
     assert r.status_code == 303 and r.headers["location"] == "/jobs?state=queued"
     cookie = r.headers["set-cookie"]
-    assert f"{COOKIE}={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert f"{COOKIE_NAME}={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert anon.get("/jobs").status_code == 200  # the cookie alone from now on
+    other = WebConfig(port=PORT + 1, token=TOKEN, token_configured=True)
+    assert other.cookie != COOKIE_NAME  # two pages on one host do not overwrite each other's cookie
 
 
 def test_host_and_origin_must_be_the_bound_loopback_address(app, world):
