@@ -72,13 +72,20 @@ def main() -> None:
     """Console entry (``agent-rl-sandbox``): runs the app; exit statuses as in the module docstring.
 
     ``hook claude-code|codex`` with no further arguments takes the lean path
-    (:func:`agent_rl_sandbox.agents.hooks.hook_main`: stdlib only, about the cost of starting Python)."""
+    (:func:`agent_rl_sandbox.agents.hooks.hook_main`: stdlib only, about the cost of starting Python).
+    ``score FILE --json`` (with ``--out``, ``--gate``, ``--home``, ``--task-dir``) first tries the lean
+    path of :mod:`agent_rl_sandbox.cli._lean_score` (no typer, rich or SQLAlchemy; the same bytes and
+    exit status); anything it does not handle, errors included, runs through the app as before."""
     args = sys.argv[1:]
     if len(args) == 2 and args[0] == "hook" and args[1] in _FAST_HOOKS:
         from agent_rl_sandbox.agents.hooks import hook_main
 
         raise SystemExit(hook_main(args[1], fold=_fold_inline))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args[:1] == ["score"]:
+        from agent_rl_sandbox.cli._lean_score import run_lean
+
+        run_lean(args[1:])  # exits when it handled the command
     from agent_rl_sandbox.cli._app import app
 
     app()

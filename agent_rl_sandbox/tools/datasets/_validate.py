@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from agent_rl_sandbox.tools.errors import ActionError
 
 from . import _openai_rules as OA
-from ._dataset import DigestTable, Drift, Histogram, Sink, digest64, safe_text
+from ._dataset import DigestTable, Drift, Histogram, Sink, digest64, nested_deeper_than, safe_text
 from ._documents import check_atif, check_trajectory_suite
 from ._kinds import KINDS, candidate_kinds, has_required_keys
 from ._reader import (
@@ -402,9 +402,7 @@ class _Engine:
                     kind,
                 )
         else:
-            drift_depth = Drift(max_paths=0, max_depth=MAX_DEPTH)
-            drift_depth.walk(obj, line, out)
-            drift.too_deep = drift_depth.too_deep
+            drift.too_deep = nested_deeper_than(obj, MAX_DEPTH)
         if drift.too_deep:
             drift.too_deep = False
             sink.add("error", line, "$", "too_deep", "row nested too deeply (templates and loaders recurse)", kind)

@@ -78,7 +78,7 @@ def score_and_gate(
     ``store:ID,ID`` (scored by ``score_store``). ``home`` holds ``gates.toml`` (built-in gates
     otherwise) and ``export.key``: a file's ATIF provenance is trusted only when this home signed
     it (see :mod:`agent_rl_sandbox.tools.formats.signing`); ``spec`` is a reward-spec file (JSON or TOML) for ATIF input, else the spec of
-    ``task_id`` / each document's task among ``tasks`` (``Task`` objects by id). ``unhooks`` is a JSON
+    ``task_id`` / each document's task among ``tasks`` (``Task`` objects by id; read only for ATIF input, so a lazy mapping is never loaded for a suite). ``unhooks`` is a JSON
     file whose validated unhooks add to ``stats.validated_unhooks``; ``baseline`` is a report for the
     gate's regression check. The returned report carries the verdict in ``gate`` (``None`` when no
     gate is named); a failed gate is a verdict, not an error.
@@ -98,9 +98,7 @@ def score_and_gate(
         check_store_report(report, path, task_id)
     else:
         key = export_key(home)  # files are trusted only if this home signed them
-        report = score_path(
-            path, spec=spec_obj, tasks=dict(tasks) if tasks is not None else None, task_id=task_id, export_key=key
-        )
+        report = score_path(path, spec=spec_obj, tasks=tasks, task_id=task_id, export_key=key)
     if unhooks is not None:
         extra = count_validated(load_unhooks(unhooks))
         stats = report.stats.model_copy(update={"validated_unhooks": report.stats.validated_unhooks + extra})

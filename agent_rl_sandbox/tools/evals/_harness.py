@@ -9,6 +9,7 @@ scoring many; a single unreadable or invalid input raises :class:`EvalInputError
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -141,7 +142,9 @@ def _with_store_scores(report: EvalReport, suite: PortDaddySuite) -> EvalReport:
     return rebuilt.model_copy(update={k: getattr(report, k) for k in keep})
 
 
-def _spec_for(traj_task: str | None, spec: RewardSpec | None, tasks: dict | None, task_id: str | None) -> RewardSpec:
+def _spec_for(
+    traj_task: str | None, spec: RewardSpec | None, tasks: Mapping[str, Any] | None, task_id: str | None
+) -> RewardSpec:
     if spec is not None:
         return spec
     tid = task_id or traj_task
@@ -158,7 +161,7 @@ def score_atif(
     path: Path,
     *,
     spec: RewardSpec | None = None,
-    tasks: dict | None = None,
+    tasks: Mapping[str, Any] | None = None,
     task_id: str | None = None,
     export_key: bytes | None = None,
 ) -> EvalReport:
@@ -428,7 +431,7 @@ def score_path(
     *,
     services: StoreSources | None = None,
     spec: RewardSpec | None = None,
-    tasks: dict | None = None,
+    tasks: Mapping[str, Any] | None = None,
     task_id: str | None = None,
     export_key: bytes | None = None,
 ) -> EvalReport:

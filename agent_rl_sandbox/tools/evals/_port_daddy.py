@@ -40,10 +40,10 @@ misread, such as ``"false"`` for a flag or a null ``exitCode``, never reach scor
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from decimal import ROUND_HALF_UP, Decimal
+from json.encoder import encode_basestring  # the C encoder json.dumps uses
 from typing import Any
 
 from agent_rl_sandbox.schemas.reward import (
@@ -69,7 +69,7 @@ from agent_rl_sandbox.schemas.reward import (
 from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, Step, ToolCall
 from agent_rl_sandbox.tools.evals._actions import actions_of, success_claims
 from agent_rl_sandbox.tools.evals._inputs import EvalInputError, validate
-from agent_rl_sandbox.tools.evals._loops import find_loops
+from agent_rl_sandbox.tools.evals._loops import DEFAULT_MIN_REPEATS, find_loops
 from agent_rl_sandbox.tools.evals._report import build_report, paused_gc
 
 SUGGESTED_UNHOOKS = [
@@ -103,6 +103,11 @@ def load_suite(doc: Any, label: str) -> PortDaddySuite:
     """
     from agent_rl_sandbox.tools.datasets import validate_rows
 
+    with paused_gc():  # validation builds many objects and no cycles (see paused_gc)
+        return _load_suite(doc, label, validate_rows)
+
+
+def _load_suite(doc: Any, label: str, validate_rows: Any) -> PortDaddySuite:
     # max_errors high enough that the validator never spills a full findings file to a temp folder
     report = validate_rows([doc], kind="trajectory_suite", max_errors=100_000)
     if report.error_count:
@@ -165,7 +170,8 @@ def js_string(value: Any) -> str:
 def _js_quote(text: str) -> str:
     # json.dumps escapes what JSON.stringify escapes, with the same lowercase \u00xx, except lone
     # surrogates, which JSON.stringify writes as \udxxx (Python keeps pairs as one character).
-    out = json.dumps(text, ensure_ascii=False)
+    # encode_basestring is the function json.dumps(text, ensure_ascii=False) calls, without its overhead.
+    out = encode_basestring(text)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out) if _SURROGATE.search(out) else out
 
 
@@ -290,6 +296,8 @@ def _dump(model) -> dict:
 
 
 def _failure_modes(task: PDTask, artifacts: list[PDArtifact], raw_artifacts: list | None) -> list[Any]:
+    if not task.failure_modes:
+        return []  # nothing to clear: skip the artifacts' JSON text
     # JSON.stringify(artifacts) as given (key order, numbers); ``clearWhenContains || '__never__'``
     hay = js_json(raw_artifacts if raw_artifacts is not None else [_dump(a) for a in artifacts])
     out: list[Any] = []
@@ -408,7 +416,7 @@ class _Scored:
         warnings = []
         if self.self_report_only:
             warnings.append("only the finalState (the agent's own report) supports the expected evidence")
-        loops = find_loops(actions_of(_steps_of(self.actions)))
+        loops = find_loops(actions_of(_steps_of(self.actions))) if _may_loop(self.actions) else []
         return ScoreReport(
             session_id=session_id,
             task_id=self.task.id,
@@ -435,6 +443,18 @@ def _js_sum(values) -> float:
     for v in values:
         total += v
     return total
+
+
+def _may_loop(actions: list[PDAction], min_repeats: int = DEFAULT_MIN_REPEATS) -> bool:
+    """False when no ``min_repeats`` consecutive actions share tool and args, so :func:`find_loops`
+    cannot find a loop (it needs that many consecutive calls with equal tool and equal canonical JSON
+    arguments; equal JSON text implies equal dicts). Saves building steps for every trajectory."""
+    run = 1
+    for prev, cur in zip(actions, actions[1:], strict=False):
+        run = run + 1 if cur.tool == prev.tool and cur.args == prev.args else 1
+        if run >= min_repeats:
+            return True
+    return False
 
 
 def _steps_of(actions: list[PDAction]) -> list[Step]:
@@ -493,6 +513,9 @@ def _score_suite(suite: PortDaddySuite, source: str, doc: dict | None) -> EvalRe
     last_by_task: dict[str, tuple[PDTrajectory, dict | None]] = {}
     attempts: dict[str, int] = {}
     native: list[ScoreReport] = []
+    # each task's last trajectory, scored against the first task with its id: a row of that task
+    # reuses it instead of scoring the trajectory a second time (one scoring pass)
+    last_scored: dict[str, _Scored] = {}
     for i, (traj, raw_tr) in enumerate(zip(suite.trajectories, raw_trajs, strict=True)):
         last_by_task[traj.task_id] = (traj, raw_tr)
         attempts[traj.task_id] = attempts.get(traj.task_id, 0) + 1
@@ -501,11 +524,17 @@ def _score_suite(suite: PortDaddySuite, source: str, doc: dict | None) -> EvalRe
             continue
         task, raw_t = tasks_by_id[traj.task_id]
         sid = traj.id or traj.session_id or f"{traj.task_id}#{i}"
-        native.append(_Scored(task, traj, order, default_pass, raw_t, raw_tr).score_report(sid))
+        done = _Scored(task, traj, order, default_pass, raw_t, raw_tr)
+        last_scored[traj.task_id] = done
+        native.append(done.score_report(sid))
     rows = []
     for t, raw_t in zip(suite.tasks, raw_tasks, strict=True):
         last, raw_last = last_by_task.get(t.id, (None, None))
-        scored = _Scored(t, last, order, default_pass, raw_t, raw_last)
+        reuse = last_scored.get(t.id) if last is not None else None
+        if reuse is not None and reuse.task is t:
+            scored = reuse
+        else:
+            scored = _Scored(t, last, order, default_pass, raw_t, raw_last)
         rows.append(scored.row(attempts.get(t.id, 0)))
         if last is None and tasks_by_id[t.id][0] is t:
             warnings.append(f"task {t.id!r} has no trajectory; it is scored as an empty attempt")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
+
+from pydantic_core import PydanticSerializationError
 
 from agent_rl_sandbox.schemas.reward import EvalReport, GroupStats, InputProblem, ReportStats, ScoreReport
 
@@ -143,19 +147,48 @@ def build_report(
     )
 
 
+_TOP_OPTIONAL = (
+    "gate",
+    "agent",
+    "rewardSpec",
+    "summary",
+    "rows",
+    "trainingRows",
+    "validatedUnhooks",
+    "suggestedUnhooks",
+)
+
+_SMALL_FLOAT_HINT = re.compile(rb"e-[0-9]|0\.0000")
+_NUMBER_CHARS = frozenset(b"0123456789.")
+
+
+def float_forms_differ(out: bytes) -> bool:
+    """True when orjson's indented ``out`` may hold a float the json module writes differently.
+
+    They differ only below 1e-4 (json writes ``1e-05``, orjson ``0.00001``), so this looks for a
+    number token (after ``": `` or at the start of an indented line) holding ``e-`` or ``0.0000``.
+    Conservative: text inside a string that looks like such a token also answers True (the caller
+    then writes with the json module, which is exact)."""
+    for m in _SMALL_FLOAT_HINT.finditer(out):
+        j = m.start()
+        while j > 0 and out[j - 1] in _NUMBER_CHARS:
+            j -= 1
+        if j > 0 and out[j - 1] == 45:  # "-"
+            j -= 1
+        if out[max(0, j - 3) : j] == b'": ':
+            return True
+        k = j
+        while k > 0 and out[k - 1] == 32:
+            k -= 1
+        if k > 0 and out[k - 1] == 10 and k < j:
+            return True
+    return False
+
+
 def report_dict(report: EvalReport) -> dict:
     """The report as JSON-ready data: camelCase Port Daddy keys, absent ones dropped."""
     data = report.model_dump(mode="json", by_alias=True)
-    for key in (
-        "gate",
-        "agent",
-        "rewardSpec",
-        "summary",
-        "rows",
-        "trainingRows",
-        "validatedUnhooks",
-        "suggestedUnhooks",
-    ):
+    for key in _TOP_OPTIONAL:
         if data.get(key) is None:
             data.pop(key, None)
     return data
@@ -164,4 +197,34 @@ def report_dict(report: EvalReport) -> dict:
 def report_json(report: EvalReport) -> str:
     """Canonical JSON text of a report (sorted keys, 2-space indent, trailing newline): the same
     input gives the same bytes."""
-    return json.dumps(report_dict(report), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return report_json_bytes(report).decode("utf-8")
+
+
+def report_json_bytes(report: EvalReport) -> bytes:
+    """:func:`report_json` as UTF-8 bytes, byte for byte ``json.dumps(report_dict(report),
+    sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\\n"``.
+
+    Fast path (about 5x at 10k trajectories): pydantic's Rust JSON serialiser, read back and written
+    sorted and indented by orjson, whose output is the json module's (same separators, escapes,
+    sorted keys, shortest round-trip float digits) except for floats below 1e-4, which
+    :func:`float_forms_differ` detects. Anything the fast path cannot write exactly (such a float,
+    an integer beyond 64 bits, a lone surrogate, orjson not installed) is written by the json module."""
+    orjson: Any
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; keep the exact slow path
+        orjson = None
+    if orjson is not None:
+        try:
+            with paused_gc():  # millions of fresh objects and no cycles: the collector only rescans them
+                data = orjson.loads(report.model_dump_json(by_alias=True))
+            for key in _TOP_OPTIONAL:
+                if data.get(key) is None:
+                    data.pop(key, None)
+            out = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        except (ValueError, TypeError, PydanticSerializationError):
+            out = None
+        if out is not None and not float_forms_differ(out):
+            return out + b"\n"
+    text = json.dumps(report_dict(report), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return text.encode("utf-8")

@@ -1,0 +1,115 @@
+"""The lean path of ``agent-rl-sandbox score FILE --json``: no typer, rich or SQLAlchemy import.
+
+Scoring a Port Daddy suite or ATIF file needs none of them (they cost about 0.35 s of start-up
+against a 0.1 s whole run of Port Daddy's Node harness), so :func:`run_lean` handles the plain
+form of the command itself: one input path (not ``store``), ``--json``, and any of ``--out FILE``,
+``--gate NAME``, ``--home DIR``, ``--task-dir DIR`` (repeatable). It runs the same steps as
+:func:`agent_rl_sandbox.cli.score.score` (``score_and_gate`` with the same arguments, the same
+report bytes to stdout and ``--out``, exit 0 or 1 by the gate), then exits.
+
+It returns without side effects (so the typer app runs the command instead, with its usual help,
+parsing and error text) when the arguments take any other form, and when anything goes wrong:
+scoring is pure until the report is written, so the app re-runs the command and prints its own
+``error:`` line and exit status 2. Only a failure to write ``--out`` or stdout after success is
+left to the app's own handling on the re-run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+_VALUE_OPTIONS = {"--out": "out", "--gate": "gate", "--home": "home", "--task-dir": "task_dir"}
+
+
+def parse_lean(args: list[str]) -> dict[str, Any] | None:
+    """``{"path", "out", "gate", "home", "task_dir": [...]}`` for the plain form (see the module
+    docstring), else ``None``."""
+    parsed: dict[str, Any] = {"path": None, "out": None, "gate": None, "home": None, "task_dir": []}
+    as_json = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--json":
+            as_json = True
+        elif a in _VALUE_OPTIONS:
+            if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                return None
+            key = _VALUE_OPTIONS[a]
+            if key == "task_dir":
+                parsed[key].append(args[i + 1])
+            elif parsed[key] is not None:
+                return None  # a repeated option: typer's rule (last wins) applies there
+            else:
+                parsed[key] = args[i + 1]
+            i += 1
+        elif a.startswith("-") or parsed["path"] is not None:
+            return None
+        else:
+            parsed["path"] = a
+        i += 1
+    path = parsed["path"]
+    if not as_json or path is None or path == "store" or path.startswith("store:"):
+        return None
+    return parsed
+
+
+class LazyTasks(Mapping):
+    """The task registry, discovered on first use: a suite never reads it (only ATIF input whose
+    spec comes from a task does), and discovering tasks imports the sandbox package and SQLAlchemy."""
+
+    def __init__(self, task_dirs: tuple[Path, ...]):
+        self._dirs = task_dirs
+        self._tasks: dict[str, Any] | None = None
+
+    def _load(self) -> dict[str, Any]:
+        if self._tasks is None:
+            from agent_rl_sandbox.tools.sandbox import discover_tasks
+
+            self._tasks = discover_tasks(self._dirs)[0]
+        return self._tasks
+
+    def __getitem__(self, key: str) -> Any:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+def run_lean(args: list[str]) -> None:
+    """Run ``score`` for ``args`` (the words after ``score``) and exit, or return when the app must."""
+    parsed = parse_lean(args)
+    if parsed is None:
+        return
+    try:
+        from agent_rl_sandbox.settings import Settings
+        from agent_rl_sandbox.tools.evals import score_and_gate
+        from agent_rl_sandbox.tools.evals._report import report_json_bytes
+
+        home = Path(parsed["home"]) if parsed["home"] is not None else None
+        resolved = Settings.from_env(home=home)
+        if parsed["task_dir"]:
+            extra = tuple(Path(d) for d in parsed["task_dir"])
+            resolved = resolved.model_copy(update={"task_dirs": (*resolved.task_dirs, *extra)})
+        report = score_and_gate(
+            parsed["path"], home=resolved.home, gate=parsed["gate"], tasks=LazyTasks(resolved.task_dirs)
+        )
+        data = report_json_bytes(report)
+        if parsed["out"] is not None:
+            Path(parsed["out"]).write_bytes(data)
+    except Exception:
+        return  # the app runs the command again and reports the error its own way
+    out = sys.stdout
+    if (out.encoding or "").lower().replace("-", "") == "utf8":
+        out.flush()
+        out.buffer.write(data)
+        out.buffer.flush()
+    else:
+        out.write(data.decode("utf-8"))
+        out.flush()
+    sys.exit(0 if report.gate is None or report.gate.passed else 1)
