@@ -13,9 +13,12 @@ environment that is not activated: every hook then fails silently), so the print
   as environment variables: in the MCP entry's ``env`` and as a prefix of each hook command (hook
   entries have no ``env`` of their own).
 
-Only the stdio transport is printed today. The seam for a networked server is
-:func:`mcp_entry`: a streamable-HTTP variant returns ``{"type": "http", "url": ...}`` (Claude Code) or
-``url = ...`` (Codex) instead of a command, and the hooks part does not change.
+With ``url`` (a server started with ``agent-rl-sandbox serve --http``), :func:`mcp_entry` gives the
+streamable-HTTP form instead of a command: Claude Code ``{"type": "http", "url", "headers":
+{"Authorization": "Bearer ${VAR}"}}`` (Claude Code expands ``${VAR}`` in ``.mcp.json``), Codex
+``url`` and ``bearer_token_env_var = VAR``; the token (from ``agent-rl-sandbox identities add``) stays
+in the client's environment, never in the file. The hooks part does not change: hooks record into
+the store the settings name (a team store: ``AGENT_RL_SANDBOX_DATABASE_URL``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import Any
 AGENTS = Path(__file__).resolve().parent
 BARE = "agent-rl-sandbox"
 SERVER_NAME = "agent-rl-sandbox"
+TOKEN_ENV = "AGENT_RL_SANDBOX_TOKEN"
+"""The client-side variable holding the bearer token of an HTTP server (``--url``)."""
 _PASSED = ("AGENT_RL_SANDBOX_DATABASE_URL", "AGENT_RL_SANDBOX_TASK_DIRS", "AGENT_RL_SANDBOX_DATA_DIRS")
 
 
@@ -70,8 +75,11 @@ def shell_command(argv: list[str], env: dict[str, str], *args: str) -> str:
     return f"{prefix} {cmd}" if prefix else cmd
 
 
-def mcp_entry(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """The MCP server entry (stdio): ``{"command", "args", "env"}``. The seam for an HTTP variant."""
+def mcp_entry(argv: list[str], env: dict[str, str], url: str | None = None) -> dict[str, Any]:
+    """The MCP server entry: stdio ``{"command", "args", "env"}``, or with ``url`` the HTTP form
+    ``{"url", "token_env"}`` that each client's writer renders its own way."""
+    if url:
+        return {"url": url, "token_env": TOKEN_ENV}
     return {"command": argv[0], "args": [*argv[1:], "serve"], "env": dict(env)}
 
 
@@ -92,10 +100,15 @@ def _rewrite_hooks(hooks: dict[str, Any], client: str, hook_cmd: str) -> dict[st
     return out
 
 
-def claude_code_files(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+def claude_code_files(argv: list[str], env: dict[str, str], url: str | None = None) -> dict[str, Any]:
     """``{".mcp.json": ..., ".claude/settings.json": ...}`` for Claude Code (paths relative to a project)."""
     mcp = _load("claude_code/mcp.json")
-    mcp["mcpServers"][SERVER_NAME] = {"type": "stdio", **mcp_entry(argv, env)}
+    entry = mcp_entry(argv, env, url)
+    if url:
+        headers = {"Authorization": f"Bearer ${{{entry['token_env']}}}"}
+        mcp["mcpServers"][SERVER_NAME] = {"type": "http", "url": url, "headers": headers}
+    else:
+        mcp["mcpServers"][SERVER_NAME] = {"type": "stdio", **entry}
     settings = _load("claude_code/settings.json")
     settings["hooks"] = _rewrite_hooks(
         settings["hooks"], "claude-code", shell_command(argv, env, "hook", "claude-code")
@@ -125,17 +138,28 @@ def _toml(value: Any) -> str:
     raise TypeError(f"no TOML for {type(value).__name__}")
 
 
-def codex_config_toml(argv: list[str], env: dict[str, str], *, with_hooks: bool = True) -> str:
-    """The Codex ``config.toml`` part: the MCP server, and (``with_hooks``) the hooks feature flag and
-    the hooks of :func:`codex_hooks` as inline ``[[hooks.<Event>]]`` tables."""
-    entry = mcp_entry(argv, env)
+def codex_config_toml(argv: list[str], env: dict[str, str], *, with_hooks: bool = True, url: str | None = None) -> str:
+    """The Codex ``config.toml`` part: the MCP server (stdio, or HTTP with ``url``), and
+    (``with_hooks``) the hooks feature flag and the hooks of :func:`codex_hooks` as inline
+    ``[[hooks.<Event>]]`` tables."""
+    entry = mcp_entry(argv, env, url)
     lines = [
         "# agent-rl-sandbox for Codex: merge into ~/.codex/config.toml (or <repo>/.codex/config.toml).",
         "# Printed with absolute paths by `agent-rl-sandbox config codex`.",
         f"[mcp_servers.{SERVER_NAME}]",
-        f"command = {_toml(entry['command'])}",
-        f"args = {_toml(entry['args'])}",
-        f"env = {_toml(entry['env'])}",
+    ]
+    if url:
+        lines += [
+            f"url = {_toml(url)}",
+            f"bearer_token_env_var = {_toml(entry['token_env'])}  # export it: a token from `identities add`",
+        ]
+    else:
+        lines += [
+            f"command = {_toml(entry['command'])}",
+            f"args = {_toml(entry['args'])}",
+            f"env = {_toml(entry['env'])}",
+        ]
+    lines += [
         "startup_timeout_sec = 30",
         "tool_timeout_sec = 120",
     ]

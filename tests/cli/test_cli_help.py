@@ -39,6 +39,7 @@ def test_every_command_is_listed():
     names = {p[0] for p in PATHS if p}
     assert {"serve", "demo", "tasks", "trajectories", "score", "validate", "import", "export", "hook"} <= names
     assert ("tasks", "check") in PATHS and ("trajectories", "show") in PATHS and ("hook", "claude-code") in PATHS
+    assert {("hook", "codex"), ("hook", "drain"), ("config", "claude-code"), ("config", "codex")} <= set(PATHS)
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: " ".join(p) or "root")
@@ -55,6 +56,10 @@ def test_help_shows_metavars():
     assert re.search(r"--gate\s+NAME", score) and re.search(r"--spec\s+FILE", score)
     assert re.search(r"--min-reward\s+REWARD", helptext("export"))
     assert "SESSION_ID" in helptext("trajectories", "show") and "TASK_ID" in helptext("tasks", "show")
+    assert re.search(r"--file\s+FILE", helptext("config", "codex")) and re.search(
+        r"--url\s+URL", helptext("config", "codex")
+    )
+    assert re.search(r"--wait\s+SECONDS", helptext("hook", "drain"))
 
 
 @pytest.mark.parametrize("args", [["--help"], ["score", "--help"], ["validate", "SAMPLE"]])

@@ -177,6 +177,9 @@ def test_client_session_maps_to_one_trajectory_under_concurrency(store_url):
     assert sum(created for _, created in out) == 1
     first = out[0][0]
     stores[0].trajectories.finish(first)
+    # A late event of the ended session (reopen=False) gets the finished one back, opens nothing.
+    late, created = stores[0].trajectories.start_or_resume_external("claude-code:abc", reopen=False)
+    assert not created and late.session_id == first and late.status == "finished"
     again, created = stores[0].trajectories.start_or_resume_external("claude-code:abc")
     assert created and again.parent_session_id == first
     for s in stores:
