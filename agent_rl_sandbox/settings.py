@@ -11,7 +11,7 @@ Environment variables (all optional):
 - ``AGENT_RL_SANDBOX_IDLE_SECONDS``: seconds without an action after which an open sandbox is
   cleaned up (default 3600).
 - ``AGENT_RL_SANDBOX_WORKER_CONFIG``: the worker's stage configuration (default
-  ``<home>/worker.toml``, else the shipped default that runs ``validate`` only).
+  ``<home>/worker.toml``, else the shipped default that runs ``validate`` and ``train``).
 - ``AGENT_RL_SANDBOX_JOB_EXPIRY_HOURS``: hours a training request waits for approval before it
   expires (default 72).
 - ``AGENT_RL_SANDBOX_JOB_MAX_STEPS``, ``AGENT_RL_SANDBOX_JOB_MAX_TIMEOUT_S``,

@@ -13,6 +13,8 @@ Format::
     timeout_s = 600
 
 ``{python}`` in a command stands for the worker's own interpreter; no other substitution is made.
+The shipped default installs ``validate`` and ``train`` (:mod:`agent_rl_sandbox.trainers.train_stage`
+under ``accelerate launch``).
 Stages run in the order of :data:`STAGE_ORDER`; a stage without a ``[stages.NAME]`` table is "not
 installed", and a job that reaches it fails with the reason ``stage_not_installed:NAME``.
 """
@@ -31,13 +33,15 @@ STAGE_ORDER: tuple[str, ...] = ("validate", "baseline", "train", "post_eval", "g
 DEFAULT_WORKER_TOML = """\
 # agent-rl-sandbox worker: stage commands (operator configuration; a job's request never sets these).
 #
-# TRAINING IS NOT INSTALLED YET. Only `validate` ships. The trainers issue adds the `baseline`,
-# `train` and `post_eval` stages (TRL + PEFT runners); until then a job that reaches `baseline`
-# fails with the reason `stage_not_installed:baseline`, and no adapter is produced.
-# To run your own stages, copy this file to <home>/worker.toml and add tables such as:
+# Shipped: `validate` (re-hash and re-validate the dataset) and `train` (TRL + PEFT LoRA through
+# `accelerate launch`, one process; needs the train extra: pip install -e '.[train]').
+# BASELINE, POST_EVAL AND GATE ARE NOT INSTALLED YET: a job that reaches `baseline` fails with the
+# reason `stage_not_installed:baseline` before it trains.
+# To run your own stages (or train on many GPUs), copy this file to <home>/worker.toml and edit:
 #
 #   [stages.train]
-#   command = ["{python}", "-m", "my_trainer"]   # reads $AGENT_RL_SANDBOX_JOB_JSON
+#   command = ["{python}", "-m", "accelerate.commands.launch", "--config_file", "/etc/accelerate.yaml",
+#              "-m", "agent_rl_sandbox.trainers.train_stage"]   # reads $AGENT_RL_SANDBOX_JOB_JSON
 #   timeout_s = 3600
 #
 # `{python}` is the worker's interpreter. Each stage runs in the job's workspace, in its own
@@ -48,6 +52,11 @@ grace_s = 5.0
 [stages.validate]
 command = ["{python}", "-m", "agent_rl_sandbox.worker.validate_stage"]
 timeout_s = 600
+
+[stages.train]
+command = ["{python}", "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "agent_rl_sandbox.trainers.train_stage"]
+timeout_s = 3600
 """
 
 

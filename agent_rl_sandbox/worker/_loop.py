@@ -14,7 +14,8 @@ are killed by the job marker), then claim the oldest ``queued`` job (a lease; se
    ``post_eval`` and ``gate`` run in ``evaluating``. The gate stage's exit status is the verdict:
    0 ``gate_passed``, 1 ``gate_failed``, anything else ``failed``.
 4. a stage that is not configured fails the job with ``stage_not_installed:NAME``; a stage that exits
-   non-zero ``stage_failed:NAME``; past its timeout ``stage_timeout:NAME``.
+   non-zero ``stage_failed:NAME: exit N`` (followed by ``: <reason>`` when the stage wrote
+   ``<stage>_error.json``); past its timeout ``stage_timeout:NAME``.
 5. one row in ``<home>/jobs/results.csv`` for every job this worker finished (scores from
    ``scores.json``: ``baseline``, ``final``).
 6. on ``gate_passed`` the ``on_gate_passed`` callback (the adapter registry's candidate
@@ -230,6 +231,7 @@ class Worker:
                 self.repo.heartbeat(job.job_id, self.worker_id, self.lease_s, stage=name)
             except Exception:  # noqa: BLE001 - the heartbeat thread retries
                 log.exception("stage heartbeat of %s failed", job.job_id)
+            (ws.root / f"{name}_error.json").unlink(missing_ok=True)  # only this run's reason may explain it
             ws.log(f"stage {name}: start {list(cmd.argv)}")
             try:
                 res = run_stage(
@@ -253,9 +255,9 @@ class Worker:
                 verdict = "gate_passed" if res.exit_code == 0 else "gate_failed"
                 return self._finish(job.job_id, verdict, f"gate stage exit {res.exit_code}", expect_from=state)
             if res.status != "ok":
-                return self._finish(
-                    job.job_id, "failed", f"stage_failed:{name}: exit {res.exit_code}", expect_from=state
-                )
+                why = ws.stage_error(name)  # the stage's own reason (<stage>_error.json), when it wrote one
+                reason = f"stage_failed:{name}: exit {res.exit_code}" + (f": {why}" if why else "")
+                return self._finish(job.job_id, "failed", reason, expect_from=state)
         return state  # not reached: gate always decides
 
     def _done(self, job: JobRecord, ws: JobWorkspace, state: str, started: float, results: dict) -> JobRecord:

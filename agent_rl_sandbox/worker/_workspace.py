@@ -12,6 +12,8 @@ Layout (``JobWorkspace`` names each path)::
         metrics.jsonl        one line per logged step: step, loss, reward, learning_rate, tokens, time
         scores.json          baseline, every eval, best (written by the eval stages)
         adapter/             the trained adapter's files
+        <stage>_error.json   why a stage refused or crashed: {"reason", "last_log_lines", ...}
+                             (written by the stage; its reason goes into the job's failure reason)
 
 Stages get the workspace as their working folder and find these paths in the environment
 (``AGENT_RL_SANDBOX_WORKSPACE``, ``AGENT_RL_SANDBOX_JOB_JSON``, ...; see :meth:`JobWorkspace.env`).
@@ -90,6 +92,19 @@ class JobWorkspace:
             "AGENT_RL_SANDBOX_SCORES": str(self.scores),
             "AGENT_RL_SANDBOX_ADAPTER_DIR": str(self.adapter_dir),
         }
+
+    def stage_error(self, stage: str, limit: int = 500) -> str | None:
+        """The ``reason`` of ``<stage>_error.json`` on one line, cut at ``limit`` characters;
+        ``None`` when the stage wrote none (or garbage)."""
+        try:
+            doc = json.loads((self.root / f"{stage}_error.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        reason = doc.get("reason") if isinstance(doc, dict) else None
+        if not isinstance(reason, str) or not reason.strip():
+            return None
+        line = " ".join(reason.split())
+        return line if len(line) <= limit else line[: limit - 3] + "..."
 
     def read_scores(self) -> dict[str, Any]:
         """``scores.json`` as a dict; ``{}`` when absent or unreadable (a stage that wrote garbage

@@ -1,4 +1,4 @@
-"""The operator's stage configuration: the shipped default says training is not installed, a
+"""The operator's stage configuration: the shipped default (validate, train) says what is not installed, a
 worker.toml replaces it, and malformed files are refused with the key and a next step."""
 
 from __future__ import annotations
@@ -19,13 +19,19 @@ from agent_rl_sandbox.worker import (
 )
 
 
-def test_shipped_default_runs_validate_and_says_training_is_not_installed(tmp_path):
+def test_shipped_default_runs_validate_and_train_and_says_what_is_not_installed(tmp_path):
+    import importlib.util
+
     cfg = load_worker_config(tmp_path)
     assert cfg.source == "built-in default"
-    assert list(cfg.stages) == ["validate"]
-    assert cfg.missing() == ["baseline", "train", "post_eval", "gate"]
-    assert "TRAINING IS NOT INSTALLED YET" in DEFAULT_WORKER_TOML
+    assert list(cfg.stages) == ["validate", "train"]
+    assert cfg.missing() == ["baseline", "post_eval", "gate"]
+    assert "BASELINE, POST_EVAL AND GATE ARE NOT INSTALLED YET" in DEFAULT_WORKER_TOML
     assert cfg.stages["validate"].argv[0] == sys.executable
+    train = cfg.stages["train"].argv  # accelerate launch of the trainers' stage module, one process
+    assert train[:3] == (sys.executable, "-m", "accelerate.commands.launch")
+    assert train[-2:] == ("-m", "agent_rl_sandbox.trainers.train_stage") and "--num_processes" in train
+    assert importlib.util.find_spec("accelerate.commands.launch") is not None
 
 
 def test_home_worker_toml_replaces_the_default(tmp_path):
