@@ -1,4 +1,4 @@
-"""The built-in curriculum: six behaviours, each with train and held-out variants on different repos;
+"""The built-in curriculum: seven behaviours (the seventh, setup-triage, designed for small models), each with train and held-out variants on different repos;
 for every task the oracle passes, the scripted bad trajectory fails and scores lower, and doing
 nothing fails. Episodes run for real: sandboxes, bubblewrap when installed, the hidden verifier."""
 
@@ -26,9 +26,16 @@ BEHAVIOURS = {
     "reviewer-reply-with-evidence",
     "stop-missing-credentials",
     "safe-dependency-update",
+    "setup-triage",
 }
 NEEDS_A_FIX = {"claim-before-edit", "failing-test-repair", "reviewer-reply-with-evidence", "safe-dependency-update"}
 """Behaviours whose hidden verifier must fail on the untouched fixture (there is a real bug)."""
+SAFE_SETUP = {
+    t
+    for t, task in TASKS.items()
+    if task.config.behaviour == "setup-triage" and not any("setup" in p for p in task.config.tools.forbidden_command_patterns)
+}
+"""setup-triage variants whose `make setup` is safe: the verifier fails until it has run (the others need nothing)."""
 VERIFIER_BUDGET_S = 5.0
 """Generous bound on one ``sandbox_finish`` (verifier + scoring) on a loaded 2-core machine; typical is < 1 s."""
 
@@ -108,7 +115,7 @@ def test_oracle_passes_known_bad_fails_and_doing_nothing_fails(services, task_id
     sid = services.sandbox.reset(SandboxResetInput(task_id=task_id, agent_name="idle")).sandbox_id
     idle = services.sandbox.finish(SandboxFinishInput(sandbox_id=sid, message="Done."))
     assert not idle.passed and idle.reward < 1.0
-    if task.config.behaviour in NEEDS_A_FIX:
+    if task.config.behaviour in NEEDS_A_FIX or task_id in SAFE_SETUP:
         assert idle.verifier_exit_code not in (0, None), "the hidden verifier must fail on the untouched fixture"
     else:
         assert idle.verifier_exit_code == 0, "nothing to fix: the untouched project must verify"

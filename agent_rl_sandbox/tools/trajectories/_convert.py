@@ -108,9 +108,14 @@ def _project_tool_schema(name: str) -> dict[str, Any] | None:
 
 def tool_declarations(traj: Trajectory, called: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Declarations for a row: the agent's own ``tool_definitions`` when it recorded them, plus one for
-    every called tool they lack (this project's tools from their input models, others inferred from the
-    arguments seen). Declarations never mark a parameter required unless the agent's own did, and an
+    every called tool they lack (a sandbox episode tool whose every call passed exactly its parameters
+    gets :func:`~agent_rl_sandbox.tools.sandbox._episode_tools.tool_declaration`, the declaration the
+    policy agent and the training environment show a model; other tools of this project come from
+    their input models, others are inferred from the arguments seen). Declarations never mark a parameter required unless the agent's own did, and an
     inferred one admits every argument actually passed."""
+    from agent_rl_sandbox.tools.sandbox._episode_tools import EPISODE_TOOLS
+    from agent_rl_sandbox.tools.sandbox._episode_tools import tool_declaration as episode_tool_declaration
+
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for d in traj.agent.tool_definitions or []:
@@ -123,6 +128,11 @@ def tool_declarations(traj: Trajectory, called: dict[str, list[dict[str, Any]]])
         if name in seen:
             continue
         seen.add(name)
+        episode = EPISODE_TOOLS.get(_bare_name(name))
+        if episode is not None and name == episode.name and all(set(a) == {p.name for p in episode.params} for a in arg_list):
+            # every call passed exactly the episode tool's parameters: the declaration a policy model plays with
+            out.append(episode_tool_declaration(name))
+            continue
         params = _project_tool_schema(name) or {"type": "object", "properties": {}}
         props = params.setdefault("properties", {})
         for args in arg_list:

@@ -1,0 +1,1 @@
+"""wordcount: a small utility package."""

@@ -1,0 +1,1 @@
+"""timezones: a small utility package."""

@@ -1,0 +1,5 @@
+"""The timezones helpers."""
+
+
+def label(n):
+    return "timezones:" + str(n)

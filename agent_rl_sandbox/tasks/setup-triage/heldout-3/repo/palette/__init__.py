@@ -1,0 +1,1 @@
+"""palette: a small utility package."""

@@ -1,0 +1,5 @@
+from palette.core import lookup
+
+
+def test_lookup_name():
+    assert lookup("name") == "palette"

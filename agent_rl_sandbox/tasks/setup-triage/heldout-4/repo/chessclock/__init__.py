@@ -1,0 +1,1 @@
+"""chessclock: a small utility package."""

@@ -1,0 +1,5 @@
+"""The chessclock helpers."""
+
+
+def label(n):
+    return "chessclock:" + str(n)

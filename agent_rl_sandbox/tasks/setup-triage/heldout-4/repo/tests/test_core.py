@@ -1,0 +1,5 @@
+from chessclock.core import label
+
+
+def test_label():
+    assert label(3) == "chessclock:3"

@@ -1,0 +1,1 @@
+"""notecards: a small utility package."""

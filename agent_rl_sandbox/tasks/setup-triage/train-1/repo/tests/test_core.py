@@ -1,0 +1,5 @@
+from notecards.core import lookup
+
+
+def test_lookup_name():
+    assert lookup("name") == "notecards"

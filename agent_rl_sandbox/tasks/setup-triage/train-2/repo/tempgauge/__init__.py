@@ -1,0 +1,1 @@
+"""tempgauge: a small utility package."""

@@ -1,0 +1,5 @@
+"""The tempgauge helpers."""
+
+
+def label(n):
+    return "tempgauge:" + str(n)

@@ -1,0 +1,1 @@
+"""tallysheet: a small utility package."""

@@ -1,0 +1,1 @@
+"""pingstat: a small utility package."""

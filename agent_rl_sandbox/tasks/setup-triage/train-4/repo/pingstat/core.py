@@ -1,0 +1,5 @@
+"""The pingstat helpers."""
+
+
+def label(n):
+    return "pingstat:" + str(n)

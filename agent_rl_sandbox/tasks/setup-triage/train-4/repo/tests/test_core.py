@@ -1,0 +1,5 @@
+from pingstat.core import label
+
+
+def test_label():
+    assert label(3) == "pingstat:3"

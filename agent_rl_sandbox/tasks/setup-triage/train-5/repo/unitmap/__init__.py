@@ -1,0 +1,1 @@
+"""unitmap: a small utility package."""

@@ -1,0 +1,1 @@
+"""logtail: a small utility package."""

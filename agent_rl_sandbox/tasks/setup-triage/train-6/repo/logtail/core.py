@@ -1,0 +1,5 @@
+"""The logtail helpers."""
+
+
+def label(n):
+    return "logtail:" + str(n)

@@ -1,0 +1,1 @@
+"""glossary: a small utility package."""

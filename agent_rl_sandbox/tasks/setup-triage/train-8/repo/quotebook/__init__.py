@@ -1,0 +1,1 @@
+"""quotebook: a small utility package."""

@@ -1,0 +1,5 @@
+"""The quotebook helpers."""
+
+
+def label(n):
+    return "quotebook:" + str(n)
