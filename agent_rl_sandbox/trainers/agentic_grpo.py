@@ -122,7 +122,9 @@ def run_agentic_grpo(
         model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
     else:
         peft_config = LoraConfig(r=lora_rank, lora_alpha=lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
-    rows = [{"prompt": [{"role": "user", "content": ""}], "task_id": task_ids[i % len(task_ids)]} for i in range(max_steps)]
+    rows = [
+        {"prompt": [{"role": "user", "content": ""}], "task_id": task_ids[i % len(task_ids)]} for i in range(max_steps)
+    ]
     env_cls = environment_class(services, tools=tools, agent_name=f"grpo:{job_id}")
     args = GRPOConfig(
         output_dir=str(out / "trainer"),

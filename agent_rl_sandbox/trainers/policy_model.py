@@ -91,7 +91,9 @@ class TransformersPolicy:
             ids = ids["input_ids"]
         return list(ids)
 
-    def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_new_tokens: int) -> AssistantTurn:
+    def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_new_tokens: int
+    ) -> AssistantTurn:
         import torch
         from trl.chat_template_utils import parse_response
 
@@ -110,7 +112,9 @@ class TransformersPolicy:
         else:
             kwargs.update(do_sample=False)
         with torch.no_grad():
-            out = self.model.generate(input_ids=torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long), **kwargs)
+            out = self.model.generate(
+                input_ids=torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long), **kwargs
+            )
         completion = out[0, len(prompt) :].tolist()
         parsed = parse_response(self.tokenizer, completion, prefix=prompt, tools=tools or None)
         content = parsed.get("content") or ""

@@ -40,9 +40,7 @@ class _Endpoint:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 msg = outer.script.pop(0) if outer.script else {"role": "assistant", "content": "done"}
-                data = json.dumps(
-                    {"choices": [{"message": msg}], "usage": {"completion_tokens": 7}}
-                ).encode()
+                data = json.dumps({"choices": [{"message": msg}], "usage": {"completion_tokens": 7}}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -76,11 +74,24 @@ def endpoint():
 def test_episode_survives_malformed_unknown_and_bad_arguments_and_passes(services, endpoint):
     ep = endpoint(
         [
-            {"role": "assistant", "content": '<tool_call>\n{"name": "sandbox_exec", "arguments": {"command": \n</tool_call>'},
+            {
+                "role": "assistant",
+                "content": '<tool_call>\n{"name": "sandbox_exec", "arguments": {"command": \n</tool_call>',
+            },
             {"role": "assistant", "content": "", "tool_calls": [_call("sandbox_rm", {"path": "."})]},
             {"role": "assistant", "content": "", "tool_calls": [_call("sandbox_exec", {"cmd": "ls"})]},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "x", "type": "function", "function": {"name": "sandbox_exec", "arguments": "{not json"}}]},
-            {"role": "assistant", "content": "", "tool_calls": [_call("sandbox_exec", {"command": "python -m pytest -q"})]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "x", "type": "function", "function": {"name": "sandbox_exec", "arguments": "{not json"}}
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_call("sandbox_exec", {"command": "python -m pytest -q"})],
+            },
             {"role": "assistant", "content": "", "tool_calls": [_call("sandbox_finish", {"message": UNSAFE_MSG})]},
         ]
     )
@@ -123,7 +134,9 @@ def test_forbidden_command_is_the_services_refusal_and_costs_the_reward(services
             {"role": "assistant", "content": "", "tool_calls": [_call("sandbox_finish", {"message": UNSAFE_MSG})]},
         ]
     )
-    res = play_episode(services, OpenAIChatModel(ep.url, "m"), "setup-triage/train-2", tools=("sandbox_exec", "sandbox_finish"))
+    res = play_episode(
+        services, OpenAIChatModel(ep.url, "m"), "setup-triage/train-2", tools=("sandbox_exec", "sandbox_finish")
+    )
     assert not res.passed and res.reward == 0.0 and "no_refused_command" in res.failed_criteria
     assert [t["function"]["name"] for t in ep.requests[0]["tools"]] == ["sandbox_exec", "sandbox_finish"]
     refused = [m for m in ep.requests[1]["messages"] if m["role"] == "tool"][0]["content"]

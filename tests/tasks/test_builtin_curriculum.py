@@ -33,7 +33,8 @@ NEEDS_A_FIX = {"claim-before-edit", "failing-test-repair", "reviewer-reply-with-
 SAFE_SETUP = {
     t
     for t, task in TASKS.items()
-    if task.config.behaviour == "setup-triage" and not any("setup" in p for p in task.config.tools.forbidden_command_patterns)
+    if task.config.behaviour == "setup-triage"
+    and not any("setup" in p for p in task.config.tools.forbidden_command_patterns)
 }
 """setup-triage variants whose `make setup` is safe: the verifier fails until it has run (the others need nothing)."""
 VERIFIER_BUDGET_S = 5.0

@@ -96,7 +96,9 @@ def play_episode(
         for reason in turn.malformed:
             obs = s.malformed(reason, turn.text)
             messages.append(_assistant_call("invalid_tool_call", {}, f"call_m{turns}"))
-            messages.append({"role": "tool", "tool_call_id": f"call_m{turns}", "name": "invalid_tool_call", "content": obs.content})
+            messages.append(
+                {"role": "tool", "tool_call_id": f"call_m{turns}", "name": "invalid_tool_call", "content": obs.content}
+            )
         if not turn.tool_calls and not turn.malformed:
             ended_by = "text"
             break

@@ -48,7 +48,9 @@ class PolicyModel(Protocol):
     name: str
     """What the trajectory records as the model (a served model or adapter name, a local folder)."""
 
-    def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_new_tokens: int) -> AssistantTurn:
+    def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_new_tokens: int
+    ) -> AssistantTurn:
         """The next assistant turn for ``messages`` with ``tools`` declared (function declarations
         as in :func:`~agent_rl_sandbox.tools.sandbox.tool_declarations`), at most
         ``max_new_tokens`` tokens. Raises ``ModelError`` when the backend cannot answer."""

@@ -69,7 +69,9 @@ def _structured_call(c: Any) -> ToolCall:
     except (ValueError, RecursionError):
         return ToolCall(fn["name"], None, "arguments are not valid JSON", raw=str(raw)[:500])
     if not isinstance(args, dict):
-        return ToolCall(fn["name"], None, f"arguments are a JSON {type(args).__name__}, expected an object", str(raw)[:500])
+        return ToolCall(
+            fn["name"], None, f"arguments are a JSON {type(args).__name__}, expected an object", str(raw)[:500]
+        )
     return ToolCall(fn["name"], args, raw=str(raw)[:500])
 
 
@@ -94,7 +96,13 @@ class OpenAIChatModel:
     ``temperature`` 0 is greedy."""
 
     def __init__(
-        self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 60.0, temperature: float = 0.0
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        temperature: float = 0.0,
     ):
         self._url = base_url.rstrip("/")
         self.name = model
@@ -102,7 +110,9 @@ class OpenAIChatModel:
         self._timeout = timeout_s
         self._temperature = temperature
 
-    def respond(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_new_tokens: int) -> AssistantTurn:
+    def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, max_new_tokens: int
+    ) -> AssistantTurn:
         body: dict[str, Any] = {
             "model": self.name,
             "messages": _wire_messages(messages),
@@ -111,9 +121,7 @@ class OpenAIChatModel:
         }
         if tools:
             body["tools"] = _wire_tools(tools)
-        req = urllib.request.Request(
-            self._url + "/v1/chat/completions", data=json.dumps(body).encode(), method="POST"
-        )
+        req = urllib.request.Request(self._url + "/v1/chat/completions", data=json.dumps(body).encode(), method="POST")
         req.add_header("Content-Type", "application/json")
         if self._api_key:
             req.add_header("Authorization", f"Bearer {self._api_key}")

@@ -104,7 +104,9 @@ class SandboxSession:
                 {
                     "source": "agent",
                     "message": "",
-                    "tool_calls": [{"tool_call_id": call_id, "function_name": name[:200] or "?", "arguments": arguments}],
+                    "tool_calls": [
+                        {"tool_call_id": call_id, "function_name": name[:200] or "?", "arguments": arguments}
+                    ],
                     "observation": {"results": [{"source_call_id": call_id, "content": text}]},
                     "provenance": "server",
                     "outcome": "error",
@@ -134,13 +136,17 @@ class SandboxSession:
         args = arguments if isinstance(arguments, dict) else {}
         if error is not None or arguments is None:
             return self._record_error(
-                name, {}, f"error: bad arguments for {name}: {error or 'not a JSON object'}. "
+                name,
+                {},
+                f"error: bad arguments for {name}: {error or 'not a JSON object'}. "
                 "Next step: pass the arguments as one JSON object.",
             )
         tool = EPISODE_TOOLS.get(name)
         if tool is None or name not in self.tools:
             return self._record_error(
-                name, args, f"error: unknown tool {name!r}. Next step: call one of {', '.join(self.tools)}.",
+                name,
+                args,
+                f"error: unknown tool {name!r}. Next step: call one of {', '.join(self.tools)}.",
                 unknown_tool=True,
             )
         try:
@@ -153,7 +159,9 @@ class SandboxSession:
                 where = ".".join(str(x) for x in first["loc"]) or where
                 msg = first["msg"]
             return self._record_error(
-                name, args, f"error: invalid argument `{where}` for {name}: {msg}. Next step: fix it and call again.",
+                name,
+                args,
+                f"error: invalid argument `{where}` for {name}: {msg}. Next step: fix it and call again.",
             )
         before = self._step_count()
         method = self.services.bind(getattr(SandboxService, tool.method))

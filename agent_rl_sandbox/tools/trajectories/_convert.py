@@ -129,7 +129,11 @@ def tool_declarations(traj: Trajectory, called: dict[str, list[dict[str, Any]]])
             continue
         seen.add(name)
         episode = EPISODE_TOOLS.get(_bare_name(name))
-        if episode is not None and name == episode.name and all(set(a) == {p.name for p in episode.params} for a in arg_list):
+        if (
+            episode is not None
+            and name == episode.name
+            and all(set(a) == {p.name for p in episode.params} for a in arg_list)
+        ):
             # every call passed exactly the episode tool's parameters: the declaration a policy model plays with
             out.append(episode_tool_declaration(name))
             continue
