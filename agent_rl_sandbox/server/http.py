@@ -221,7 +221,9 @@ def serve_http(settings: Settings, host: str = "127.0.0.1", port: int = DEFAULT_
         server_header=False,
     )
     if workers > 1:
-        os.environ[_FACTORY_SETTINGS] = settings.model_dump_json()
+        # the workers need the settings, not the web page's secret
+        secret = {"ui_token"} & set(Settings.model_fields)
+        os.environ[_FACTORY_SETTINGS] = settings.model_dump_json(exclude=secret)
         uvicorn.run("agent_rl_sandbox.server.http:app_from_env", factory=True, workers=workers, **common)
     else:
         uvicorn.run(build_http_app(settings), **common)

@@ -276,6 +276,14 @@ class SandboxService:
     def _owned(self, sandbox_id: str, caller: Caller) -> SandboxRecord:
         row = self.store.sandboxes.get(sandbox_id)
         ensure_sandbox_owner(caller, row.owner, sandbox_id)
+        # Several servers may share one database, each with its own home: a sandbox's working copy
+        # and its running commands live only with the server that made it.
+        if Path(row.path).resolve() != self._dirs(sandbox_id)["root"].resolve():
+            raise ActionError(
+                f"sandbox {sandbox_id} lives on another server (its working copy is not in this server's home)",
+                "send this identity's calls to the server that created the sandbox (pin identities to servers at "
+                "the load balancer; README: Serving a team over HTTP), or sandbox_reset with a task_id here",
+            )
         return row
 
     def _open_sandbox(
