@@ -21,7 +21,7 @@ from agent_rl_sandbox.tools.adapters import AdapterRegistry, RouteTable, Serving
 from agent_rl_sandbox.tools.datasets import DatasetService
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import EvalService
-from agent_rl_sandbox.tools.jobs import JobRepository, JobService
+from agent_rl_sandbox.tools.jobs import JobRecord, JobRepository, JobService
 from agent_rl_sandbox.tools.routes import RouteService
 from agent_rl_sandbox.tools.sandbox import SandboxService
 from agent_rl_sandbox.tools.store import Store
@@ -78,8 +78,10 @@ class Services:
         """Everything a human decides a job on (``jobs show`` and the web page's job view): the job's
         view, its spec and spec hash, the dataset validation summary, the route recommended now for
         its behaviour (``{"unavailable": why}`` when it cannot be computed), the baseline and the
-        whole of ``scores.json`` (``None`` until a stage writes it), the caps, the decision and every transition. Raises :class:`ActionError`
-        for an unknown job."""
+        whole of ``scores.json`` (``None`` until a stage writes it), the caps, the decision, every
+        transition, and ``previous``: the requester's previous request for the behaviour with its
+        state, decision note and the fields the spec changed since (``None`` for a first request).
+        Raises :class:`ActionError` for an unknown job."""
         from agent_rl_sandbox.tools.jobs import read_scores
 
         self.jobs.repo.expire_due()
@@ -96,7 +98,19 @@ class Services:
             "caps": job.spec.get("caps"),
             "decision": {"by": job.decided_by, "at": job.decided_at, "note": job.decision_note},
             "events": [e.model_dump(mode="json") for e in self.jobs.events(job_id)],
+            "previous": self._previous(job),
         }
+
+    def _previous(self, job: JobRecord) -> dict[str, Any] | None:
+        from agent_rl_sandbox.tools.jobs import spec_changes
+
+        prev = self.jobs.previous_request(job)
+        if prev is None:
+            return None
+        return {
+            "job_id": prev.job_id, "state": prev.state, "decided_by": prev.decided_by,
+            "decision_note": prev.decision_note, "changes": spec_changes(prev.spec, job.spec),
+        }  # fmt: skip
 
     def _route_now(self, behaviour: str) -> dict[str, Any]:
         from agent_rl_sandbox.schemas.routes import RouteRecommendInput

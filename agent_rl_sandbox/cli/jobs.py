@@ -91,7 +91,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
     home: HomeOpt = None,
 ) -> None:
-    """Show a job: spec, spec hash, dataset validation, the route's reasons, baseline, caps, events."""
+    """Show a job: spec, spec hash, dataset validation, the route's reasons, baseline, caps, events,
+    and what changed since the requester's previous request for the behaviour."""
     services = _services(home)
     try:
         doc = services.job_detail(job_id)
@@ -129,6 +130,11 @@ def show(
             console.print(Text(f"  - {text}"))
     console.print(Text(f"baseline: {doc['baseline'] if doc['baseline'] is not None else 'unknown (not measured yet)'}"))
     console.print(Text(f"caps: {json.dumps(doc['caps'])}"))
+    p = doc["previous"]
+    if p:
+        changed = ", ".join(c["path"] for c in p["changes"]) or "nothing"
+        note = f": {p['decision_note']}" if p["decision_note"] else ""
+        console.print(Text(f"previous request {p['job_id']} ({p['state']}{note}); changed since: {changed}"))
     d = doc["decision"]
     if d["by"]:
         console.print(Text(f"decided by {d['by']} at {d['at']}: {d['note'] or ''}"))

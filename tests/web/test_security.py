@@ -259,3 +259,26 @@ def test_ui_command_prints_a_token_url_that_opens_the_queue(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_re_request_shows_what_changed_since_the_previous_one(app, world):
+    c = _client(app)
+    html = c.get(f"/jobs/{world.jobs[1].job_id}").text
+    assert "Compared with the previous request" in html and world.jobs[0].job_id in html
+    assert '<td class="mono">reason</td>' in html and "teach claiming #0" in html
+    assert "Compared with the previous request" not in c.get(f"/jobs/{world.jobs[0].job_id}").text
+    doc = world.services.job_detail(world.jobs[1].job_id)
+    assert doc["previous"]["job_id"] == world.jobs[0].job_id
+    assert [ch["path"] for ch in doc["previous"]["changes"]] == ["reason"]
+
+
+def test_without_a_trainer_plot_the_metrics_are_drawn_as_svg(app, world):
+    ws = world.services.settings.jobs_dir / world.jobs[3].job_id
+    (ws / "metrics.png").rename(ws / "metrics.png.away")
+    (ws / "plots").rename(ws / "plots.away")
+    try:
+        html = _client(app).get(f"/jobs/{world.jobs[3].job_id}").text
+    finally:
+        (ws / "metrics.png.away").rename(ws / "metrics.png")
+        (ws / "plots.away").rename(ws / "plots")
+    assert "<svg" in html and "<polyline" in html and 'aria-label="metrics.jsonl"' in html and "img class" not in html

@@ -3,7 +3,8 @@ append-only event log, the worker's claims and leases) and the service behind th
 
 Public surface:
 
-- :func:`canonical_spec`, :func:`spec_hash`: what a human's approval is bound to.
+- :func:`canonical_spec`, :func:`spec_hash`: what a human's approval is bound to; :func:`spec_changes`:
+  what differs between two specs.
 - :data:`TRANSITIONS`, :func:`allowed`, :func:`is_final`: the state machine and who may move it.
 - :class:`JobRepository` (with :class:`JobRecord`, :class:`JobEvent`, :class:`TransitionRefused`):
   ``add``, ``get``, ``list``, ``events``, ``transition`` (one conditional update + one event),
@@ -14,7 +15,7 @@ Public surface:
   :func:`plot_bytes`: a job workspace read for the human faces (bounded, no symlink followed).
 """
 
-from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
+from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_changes, spec_hash
 from agent_rl_sandbox.tools.jobs._repository import (
     ACTIVE_STATES,
     JobEvent,
@@ -46,5 +47,6 @@ __all__ = [
     "plot_bytes",
     "plot_names",
     "read_scores",
+    "spec_changes",
     "spec_hash",
 ]

@@ -6,6 +6,9 @@ folder; symlinks are not resolved here, the worker opens the file without follow
 ``sha256`` filled in from the content. The hash is SHA-256 over ``json.dumps(canonical,
 sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` encoded as UTF-8, so key order,
 whitespace and an omitted default never change it, and any change of meaning does.
+
+:func:`spec_changes` lists what differs between two canonical specs, field by field (what a human
+compares when an agent re-requests after a rejection).
 """
 
 from __future__ import annotations
@@ -36,3 +39,24 @@ def spec_hash(canonical: dict[str, Any]) -> str:
     """SHA-256 hex digest of a canonical spec."""
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+ABSENT = "(absent)"
+"""What :func:`spec_changes` reports for a field one side does not have."""
+
+
+def spec_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields that differ between two canonical specs, as ``{"path", "before", "after"}`` rows in
+    sorted path order (``caps.max_steps``; nested objects are walked, lists compared whole; a field
+    only one side has shows :data:`ABSENT` on the other). Empty when the specs are equal."""
+    out: list[dict[str, Any]] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                walk(a.get(key, ABSENT), b.get(key, ABSENT), f"{path}.{key}" if path else str(key))
+        elif a != b:
+            out.append({"path": path, "before": a, "after": b})
+
+    walk(before, after, "")
+    return out

@@ -263,6 +263,12 @@ class JobService:
             stage=job.stage, progress=job.progress, metrics=job.metrics, workspace=job.workspace, logs=logs,
         )  # fmt: skip
 
+    def previous_request(self, job: JobRecord) -> JobRecord | None:
+        """The newest job of the same requester and behaviour created before ``job`` (among that
+        requester's last 200 for the behaviour), or ``None``: what a re-request is compared with."""
+        page, _ = self.repo.list(requester=job.requester, behaviour=job.behaviour, limit=200)
+        return next((j for j in page if (j.created_at, j.job_id) < (job.created_at, job.job_id)), None)
+
     def events(self, job_id: str) -> builtins.list[JobEventView]:
         """The job's transitions, oldest first."""
         return [

@@ -68,3 +68,18 @@ def test_only_humans_approve_and_agents_may_only_cancel():
     assert allowed("awaiting_approval", "approved", "human") and not allowed("awaiting_approval", "approved", "agent")
     assert not allowed("awaiting_approval", "queued", "worker") and not allowed("rejected", "approved", "human")
     assert all(not is_final(src) for src, _ in TRANSITIONS)
+
+
+def test_spec_changes_lists_each_changed_field():
+    from agent_rl_sandbox.tools.jobs import spec_changes
+    from agent_rl_sandbox.tools.jobs._hash import ABSENT
+
+    a = {"caps": {"max_steps": 50, "timeout_s": 600}, "reason": "x", "tags": [1, 2], "old": 1}
+    b = {"caps": {"max_steps": 99, "timeout_s": 600}, "reason": "x", "tags": [1, 3], "new": {"k": 1}}
+    assert spec_changes(a, a) == []
+    assert spec_changes(a, b) == [
+        {"path": "caps.max_steps", "before": 50, "after": 99},
+        {"path": "new", "before": ABSENT, "after": {"k": 1}},
+        {"path": "old", "before": 1, "after": ABSENT},
+        {"path": "tags", "before": [1, 2], "after": [1, 3]},
+    ]
