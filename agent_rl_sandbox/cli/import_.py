@@ -57,11 +57,15 @@ def import_files(
     else:
         for r in reports:
             redacted = sum(r.redactions.values())
+            subs = f" ({len(r.subagents)} of them subagents)" if r.subagents else ""
             typer.echo(
-                f"{r.file}: {r.format}, {len(r.trajectories)} trajectories, {r.steps} steps"
+                f"{r.file}: {r.format}, {len(r.trajectories)} trajectories{subs}, {r.steps} steps"
                 f" ({len(r.already_imported)} already imported, {r.missing_results} calls without result,"
                 f" {redacted} secrets redacted)"
             )
+            side = {k: v for k, v in r.skipped.items() if k.startswith("sidechain")}
+            if side:  # subagent work not imported is said, never dropped silently
+                typer.echo("  subagent lines not imported: " + ", ".join(f"{k} {v}" for k, v in side.items()))
             for pr in r.problems:
                 where = f"{pr.file}:{pr.line}" if pr.line else pr.file
                 typer.echo(f"  {pr.severity}: {where}{' ' + pr.path if pr.path else ''}: {pr.message}")

@@ -75,7 +75,8 @@ class Step(BaseModel):
     step_id: int = Field(ge=1)
     """1-based position in the trajectory (ATIF)."""
     timestamp: str
-    """ISO-8601 UTC time the step was recorded, e.g. ``2026-11-29T12:00:00.123456Z``."""
+    """ISO-8601 UTC time the step was recorded, e.g. ``2026-11-29T12:00:00.123456Z``; ``""`` when an imported
+    file recorded no time for it (unknown: a time budget over it is unscorable, exports leave it out)."""
     source: StepSource = "agent"
     """ATIF source: who produced the step's message or action."""
     message: str = ""
@@ -184,6 +185,9 @@ class ImportReport(BaseModel):
     lines: int = 0
     trajectories: list[str] = Field(default_factory=list)
     """Session ids created (or completed) by this import."""
+    subagents: list[str] = Field(default_factory=list)
+    """Those of :attr:`trajectories` that are subagents (Claude Code sidechains), each linked to the session
+    that spawned it through ``parent_session_id`` when that session is in the store."""
     already_imported: list[str] = Field(default_factory=list)
     """Session ids that an earlier import of the same content had already stored (nothing re-written)."""
     steps: int = 0
@@ -193,7 +197,8 @@ class ImportReport(BaseModel):
     missing_results: int = 0
     """Tool calls with no result in the file, stored as failed steps (``extra.missing_result``)."""
     skipped: dict[str, int] = Field(default_factory=dict)
-    """Lines deliberately not imported, by reason (e.g. ``summary``, ``sidechain``, ``event_msg``)."""
+    """Lines deliberately not imported, by reason (e.g. ``summary``, ``sidechain:warmup``,
+    ``event_msg:exec_command_end`` when its ``response_item`` twin holds the same command)."""
     redactions: dict[str, int] = Field(default_factory=dict)
     """Secrets replaced by ``[REDACTED:<type>]`` markers, by type."""
     problems: list[ImportProblem] = Field(default_factory=list)

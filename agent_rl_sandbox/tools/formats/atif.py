@@ -409,7 +409,10 @@ def write_document(
         problems = integrity_issues(s)
         if problems:
             raise AtifIntegrityError(f"{traj.session_id} step {s.step_id}: {'; '.join(p.message for p in problems)}")
-        d: dict[str, Any] = {"step_id": s.step_id, "timestamp": s.timestamp, "source": s.source, "message": s.message}
+        d: dict[str, Any] = {"step_id": s.step_id}
+        if s.timestamp:  # an imported step whose file gave no time has none: never the import time
+            d["timestamp"] = s.timestamp
+        d.update(source=s.source, message=s.message)
         if s.tool_calls:
             d["tool_calls"] = [c.model_dump() for c in s.tool_calls]
         if s.observation is not None:

@@ -112,6 +112,7 @@ class TrajectoryRepository:
         external_id,
         meta,
         owner=None,
+        created_at=None,
     ) -> dict:
         return dict(
             session_id=sid,
@@ -122,7 +123,7 @@ class TrajectoryRepository:
             split=split,
             sandbox_id=sandbox_id,
             status="running",
-            created_at=utcnow(),
+            created_at=created_at or utcnow(),
             step_count=0,
             parent_session_id=parent_session_id,
             origin=origin,
@@ -145,10 +146,14 @@ class TrajectoryRepository:
         external_id: str | None = None,
         meta: dict | None = None,
         owner: str | None = None,
+        created_at: str | None = None,
     ) -> TrajectorySummary:
         """Create a running trajectory and return its summary. ``owner`` is the creating caller's owner
-        id. Raises :class:`StoreError` for an unknown ``parent_session_id`` and
-        ``sqlalchemy.exc.IntegrityError`` for a taken ``session_id``."""
+        id. ``created_at`` (ISO 8601, any offset; default now) is when the work began: importers pass the
+        session's first event, so ``--since/--until`` filter by when the work happened, not when it was
+        imported. Raises :class:`StoreError` for an unknown ``parent_session_id``, ``ValueError`` for a
+        ``created_at`` that is not ISO 8601, and ``sqlalchemy.exc.IntegrityError`` for a taken
+        ``session_id``."""
         agent_info = agent if isinstance(agent, AgentInfo) else AgentInfo(**(agent or {}))
         sid = session_id or new_id("traj")
         if origin is None and sandbox_id is not None:
@@ -167,6 +172,7 @@ class TrajectoryRepository:
             external_id=external_id,
             meta=meta,
             owner=owner,
+            created_at=normalise_time(created_at) if created_at else None,
         )
         with self._tx() as conn:
             if parent_session_id is not None:
@@ -269,14 +275,17 @@ class TrajectoryRepository:
             conn.execute(update(trajectories).where(trajectories.c.session_id == session_id).values(**values))
 
     # -- steps --------------------------------------------------------------------------------
-    def _prepare(self, items: Sequence[dict[str, Any]], *, redact: bool) -> tuple[list[_Prepared], Counter]:
-        """Validate, redact and serialise outside any lock."""
+    def _prepare(
+        self, items: Sequence[dict[str, Any]], *, redact: bool, keep_absent_timestamps: bool = False
+    ) -> tuple[list[_Prepared], Counter]:
+        """Validate, redact and serialise outside any lock. With ``keep_absent_timestamps`` a step without a
+        timestamp is stored with ``""`` (the time is unknown) instead of the commit time."""
         counts: Counter[str] = Counter()
         out: list[_Prepared] = []
         for i, item in enumerate(items):
             item = dict(item)
             item.pop("step_id", None)  # the store numbers steps
-            has_ts = bool(item.get("timestamp"))
+            has_ts = bool(item.get("timestamp")) or keep_absent_timestamps
             data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
             if redact:
                 data, c = self.redactor.value(data)
@@ -383,11 +392,19 @@ class TrajectoryRepository:
             )
         return self._result(prepared, plan, step_count + fresh)
 
-    def log_steps(self, session_id: str, new_steps: Sequence[dict[str, Any]], *, redact: bool = True) -> AppendResult:
+    def log_steps(
+        self,
+        session_id: str,
+        new_steps: Sequence[dict[str, Any]],
+        *,
+        redact: bool = True,
+        keep_absent_timestamps: bool = False,
+    ) -> AppendResult:
         """Append steps atomically (all or none) and report what happened.
 
         Each item is a partial step (``Step`` fields; ``step_id`` is assigned, ``timestamp`` defaults to
-        the commit time). Items whose ``client_step_id`` is already stored (or repeats earlier in the same
+        the commit time, or stays ``""`` (unknown) with ``keep_absent_timestamps``, as importers ask: a file
+        that recorded no time must not gain the import time, which would make a time budget pass). Items whose ``client_step_id`` is already stored (or repeats earlier in the same
         batch) return the stored step with ``created`` false. Raises :class:`StoreError` if the trajectory
         is unknown or finished (unless every item is a retry) or a step's calls and observation do not
         pair up, and ``pydantic.ValidationError`` on malformed fields; nothing is written then.
@@ -398,7 +415,7 @@ class TrajectoryRepository:
         commit); if a concurrent retry of the same id commits in between, the unique constraint rejects
         the insert and the call starts over (and then finds it).
         """
-        prepared, counts = self._prepare(new_steps, redact=redact)
+        prepared, counts = self._prepare(new_steps, redact=redact, keep_absent_timestamps=keep_absent_timestamps)
         if self.dialect == "sqlite":  # BEGIN IMMEDIATE already serialises the whole transaction
             with self._tx() as conn:
                 row = self._row(conn, session_id)
@@ -453,8 +470,10 @@ class TrajectoryRepository:
         self_report_only: bool | None = None,
         reward_components: dict[str, float] | None = None,
         score: dict | None = None,
+        finished_at: str | None = None,
     ) -> TrajectorySummary:
-        """Close a trajectory (immutable afterwards) and store its final message and score."""
+        """Close a trajectory (immutable afterwards) and store its final message and score. ``finished_at``
+        (ISO 8601; default now) is when the work ended: importers pass the session's last event."""
         if final_message:
             final_message, _ = self.redactor.text(final_message)
         with self._tx() as conn:
@@ -466,7 +485,7 @@ class TrajectoryRepository:
                 .where(trajectories.c.session_id == session_id)
                 .values(
                     status="finished",
-                    finished_at=utcnow(),
+                    finished_at=normalise_time(finished_at) if finished_at else utcnow(),
                     final_message=final_message,
                     reward=reward,
                     passed=passed,

@@ -31,6 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,16 @@ class _Traj:
     split: str | None = None
     errors: list[ImportProblem] = field(default_factory=list)
     """Problems that reject the whole trajectory."""
+    first_at: datetime | None = None
+    last_at: datetime | None = None
+    """The session's first and last event times (what ``created_at``/``finished_at`` become)."""
 
     # builders
     def add(self, source: str, message: str, ts: Any = None, **extra: Any) -> dict:
         step: dict[str, Any] = {"source": source, "message": message, "extra": extra, "_results": {}}
         if isinstance(ts, str) and ts:
             step["timestamp"] = ts
+            _track_time(self, ts)
         self.steps.append(step)
         return step
 
@@ -145,6 +150,36 @@ class _Traj:
         return out, missing
 
 
+def _parse_time(ts: Any) -> datetime | None:
+    """An ISO-8601 time (``Z`` or an offset; naive means UTC) or epoch seconds/milliseconds, else ``None``."""
+    try:
+        if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+            dt = datetime.fromtimestamp(ts / 1000 if ts > 1e11 else ts, UTC)
+        elif isinstance(ts, str) and ts.strip():
+            v = ts.strip()
+            dt = datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith(("Z", "z")) else v)
+        else:
+            return None
+    except (ValueError, OverflowError, OSError):
+        return None
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+
+
+def _track_time(t: _Traj, ts: Any) -> None:
+    """Widen ``t``'s [first, last] event window by ``ts`` (ignored when not a time)."""
+    dt = _parse_time(ts)
+    if dt is None:
+        return
+    if t.first_at is None or dt < t.first_at:
+        t.first_at = dt
+    if t.last_at is None or dt > t.last_at:
+        t.last_at = dt
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if dt is not None else None
+
+
 class _Ctx:
     """Per-file state: the report and helpers to add problems."""
 
@@ -199,19 +234,14 @@ def _parse_args(raw: Any, ctx: _Ctx, line: int | None, where: str) -> dict:
 
 
 # -- ATIF -------------------------------------------------------------------------------------------
-def _parse_atif(data: bytes, ctx: _Ctx) -> list[_Traj]:
-    stripped = data.lstrip()
+def _parse_atif(data: bytes, ctx: _Ctx, whole: Any = None) -> list[_Traj]:
+    """One ATIF document (``whole``, already parsed by :func:`import_file`), a JSON array of them, or
+    JSON Lines of them."""
     docs: list[tuple[int, Any]]
-    if stripped.startswith(b"{"):
-        try:
-            whole = json.loads(data.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            whole = None
-        if isinstance(whole, dict):
-            ctx.report.lines = data.count(b"\n") + 1
-            docs = [(1, whole)]
-        else:
-            docs = _lines(data, ctx)
+    if isinstance(whole, dict):
+        docs = [(1, whole)]
+    elif isinstance(whole, list):
+        docs = [(1, d) for d in whole]
     else:
         docs = _lines(data, ctx)
     out: list[Any] = []
@@ -327,16 +357,156 @@ def _atif_args(call: AtifCall, ctx: _Ctx, line: int, where: str) -> dict:
 
 
 # -- Claude Code transcripts ------------------------------------------------------------------------
-_CC_SKIP_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "progress", "custom-title", "tag"})
-_CC_LOCAL_COMMAND = re.compile(
-    r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr)>"
+_CC_SKIP_TYPES = frozenset(
+    {"summary", "file-history-snapshot", "queue-operation", "progress", "custom-title", "tag", "ai-title", "mode"}
 )
+_CC_LOCAL_COMMAND = re.compile(
+    r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr|local-command-caveat)>"
+)
+_CC_COMMAND_TAG = re.compile(r"<(command-name|command-message|command-args)>(.*?)</\1>", re.DOTALL)
 _CC_INTERRUPT = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
+_CC_SPAWN_TOOLS = frozenset({"Task", "Agent"})
+"""Claude Code tools that start a subagent (``Task`` until 2.1, ``Agent`` after); ``input.prompt`` is the
+subagent's first user message."""
 
 
-def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
+@dataclass
+class _CcState:
+    """Per-trajectory state of the Claude Code parser."""
+
+    msg_ids: dict[int, str] = field(default_factory=dict)
+    """id(step) -> assistant message id (one message is streamed over several lines)."""
+    command: dict[str, Any] | None = None
+    """A slash command whose expanded prompt (the next ``isMeta`` user line) has not arrived yet."""
+
+
+def _cc_user_text(content: Any) -> list[dict]:
+    return (
+        content
+        if isinstance(content, list)
+        else [{"type": "text", "text": content if isinstance(content, str) else ""}]
+    )
+
+
+def _cc_line(t: _Traj, st: _CcState, obj: dict, n: int, ctx: _Ctx) -> None:
+    """Add one ``user`` or ``assistant`` line of a Claude Code transcript to ``t``."""
+    typ, message = obj["type"], obj["message"]
+    ts = obj.get("timestamp")
+    content = message.get("content")
+    if typ == "user":
+        texts = []
+        for b in _cc_user_text(content):
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "tool_result":
+                tid = b.get("tool_use_id")
+                res = (
+                    t.result(tid, content_text(b.get("content")), error=bool(b.get("is_error")))
+                    if isinstance(tid, str)
+                    else "unknown"
+                )
+                if res == "unknown":
+                    ctx.warn(n, f"tool_result for tool_use_id {tid!r}, which no earlier tool_use has; skipped")
+                elif res == "duplicate":
+                    ctx.warn(n, f"second tool_result for {tid!r}; the first is kept")
+            elif b.get("type") in ("text", "image"):
+                texts.append(content_text([b]))
+        text = "\n".join(x for x in texts if x)
+        if obj.get("isMeta"):
+            # the prompt a slash command expanded to is an isMeta line right after the command: it is the
+            # instruction the model saw, so it is the user turn (other meta lines, caveats, are not speech)
+            if st.command is not None and text.strip():
+                cmd = {k: v for k, v in st.command.items() if k != "_ts"}
+                t.add("user", text, ts, **cmd)
+                st.command = None
+            else:
+                ctx.skipped["meta"] += 1
+            return
+        if not text.strip():
+            return
+        tags = {m.group(1): m.group(2).strip() for m in _CC_COMMAND_TAG.finditer(text)}
+        if "command-name" in tags:
+            cmd = {"command": tags["command-name"]}
+            if tags.get("command-args"):
+                cmd["command_args"] = tags["command-args"]
+            rest = _CC_COMMAND_TAG.sub("", text).strip()
+            if rest:  # the expansion inline after the tags (skills, older versions)
+                t.add("user", rest, ts, **cmd)
+                st.command = None
+            else:
+                st.command = {**cmd, "_ts": ts}
+            return
+        if _CC_LOCAL_COMMAND.match(text):  # a built-in command's output (/model, /cost...): the model saw none
+            ctx.skipped["local_command"] += 1
+            st.command = None
+        elif _CC_INTERRUPT.match(text.strip()):
+            t.add("system", text, ts, event="interrupt")
+        else:
+            _cc_flush_command(t, st, ctx)
+            t.add("user", text, ts)
+        return
+    # assistant
+    _cc_flush_command(t, st, ctx)
+    mid = message.get("id") or obj.get("uuid") or str(n)
+    last = t.steps[-1] if t.steps else None
+    if last is not None and last["source"] == "agent" and st.msg_ids.get(id(last)) == mid:
+        step = last
+    else:
+        step = t.add("agent", "", ts)
+        st.msg_ids[id(step)] = mid
+    if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+        t.agent["model_name"] = message["model"]
+    usage = message.get("usage")
+    if isinstance(usage, dict):
+        step["metrics"] = {
+            "prompt_tokens": usage.get("input_tokens"),
+            "completion_tokens": usage.get("output_tokens"),
+            "cached_tokens": usage.get("cache_read_input_tokens"),
+        }
+    for j, b in enumerate(content if isinstance(content, list) else [{"type": "text", "text": content_text(content)}]):
+        if not isinstance(b, dict):
+            continue
+        bt = b.get("type")
+        if bt == "text" and isinstance(b.get("text"), str):
+            step["message"] = (step["message"] + "\n\n" + b["text"]) if step["message"] else b["text"]
+        elif bt == "thinking":
+            step["extra"]["reasoning"] = (step["extra"].get("reasoning", "") + b.get("thinking", "")).strip()
+        elif bt == "tool_use":
+            if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
+                ctx.problem(n, "tool_use block without id or name; skipped", path=f"$.message.content[{j}]")
+                continue
+            args = _parse_args(b.get("input"), ctx, n, f"$.message.content[{j}].input")
+            problem = t.call(step, b["id"], b["name"], args)
+            if problem:
+                t.errors.append(ImportProblem(file=ctx.file, line=n, path=f"$.message.content[{j}]", message=problem))
+        else:
+            ctx.skipped[f"block:{bt}"] += 1
+
+
+def _cc_flush_command(t: _Traj, st: _CcState, ctx: _Ctx) -> None:
+    """A slash command with no expanded prompt before the next turn: the command line itself is the
+    instruction (kept with ``extra.expansion_missing``)."""
+    if st.command is None:
+        return
+    cmd = dict(st.command)
+    ts = cmd.pop("_ts", None)
+    t.add(
+        "user", " ".join(x for x in (cmd["command"], cmd.get("command_args")) if x), ts, expansion_missing=True, **cmd
+    )
+    st.command = None
+
+
+def _parse_claude_code(data: bytes, ctx: _Ctx, path: Path | None = None) -> list[_Traj]:
+    """A Claude Code transcript: the main conversation, plus each subagent (``isSidechain`` lines, grouped by
+    ``agentId`` or by the chain of ``parentUuid``) as its own trajectory linked to the main session and to
+    the ``Task``/``Agent`` call that spawned it. A standalone subagent file (``agent-<id>.jsonl``, every line
+    a sidechain) links to the main session stored by an earlier import."""
     t = _Traj(key="session", line=1, agent={"name": "claude-code"})
-    msg_ids: dict[int, str] = {}  # id(step) -> assistant message id
+    states: dict[int, _CcState] = {id(t): _CcState()}
+    subs: dict[str, _Traj] = {}
+    chain_of: dict[str, str] = {}  # uuid -> sidechain key
+    spawned: dict[str, str] = {}  # agentId -> tool_use_id of the spawning call (from toolUseResult)
+    session_id: str | None = None
     for n, obj in _lines(data, ctx):
         if not isinstance(obj, dict):
             ctx.problem(n, f"line is a JSON {type(obj).__name__}, not an object; skipped")
@@ -346,14 +516,17 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
             ctx.warn(n, "line has no 'type'; skipped")
             ctx.skipped["untyped"] += 1
             continue
-        if isinstance(obj.get("sessionId"), str) and t.external_id is None:
-            t.external_id = f"claude-code:{obj['sessionId']}"
-            t.key = obj["sessionId"]
+        if isinstance(obj.get("sessionId"), str) and session_id is None:
+            session_id = obj["sessionId"]
+            t.external_id = f"claude-code:{session_id}"
+            t.key = session_id
             for k in ("cwd", "gitBranch"):
                 if obj.get(k):
                     t.meta[k] = obj[k]
             if obj.get("version"):
                 t.agent["version"] = obj["version"]
+        if not obj.get("isSidechain"):  # every event of the main session bounds its time, steps or not
+            _track_time(t, obj.get("timestamp"))
         if typ in _CC_SKIP_TYPES:
             ctx.skipped[typ] += 1
             continue
@@ -364,94 +537,99 @@ def _parse_claude_code(data: bytes, ctx: _Ctx) -> list[_Traj]:
             ctx.warn(n, f"unknown line type {typ!r}; skipped")
             ctx.skipped[f"unknown:{typ}"] += 1
             continue
-        if obj.get("isSidechain"):
-            ctx.skipped["sidechain"] += 1
-            continue
-        message = obj.get("message")
-        if not isinstance(message, dict):
+        if not isinstance(obj.get("message"), dict):
             ctx.problem(n, f"{typ} line has no 'message' object; skipped")
             continue
-        ts = obj.get("timestamp")
-        content = message.get("content")
-        if typ == "user":
-            if obj.get("isMeta"):
-                ctx.skipped["meta"] += 1
-                continue
-            blocks = (
-                content
-                if isinstance(content, list)
-                else [{"type": "text", "text": content if isinstance(content, str) else ""}]
-            )
-            texts = []
-            for b in blocks:
-                if not isinstance(b, dict):
-                    continue
-                if b.get("type") == "tool_result":
-                    tid = b.get("tool_use_id")
-                    res = (
-                        t.result(tid, content_text(b.get("content")), error=bool(b.get("is_error")))
-                        if isinstance(tid, str)
-                        else "unknown"
-                    )
-                    if res == "unknown":
-                        ctx.warn(n, f"tool_result for tool_use_id {tid!r}, which no earlier tool_use has; skipped")
-                    elif res == "duplicate":
-                        ctx.warn(n, f"second tool_result for {tid!r}; the first is kept")
-                elif b.get("type") in ("text", "image"):
-                    texts.append(content_text([b]))
-            text = "\n".join(x for x in texts if x)
-            if not text.strip():
-                continue
-            if _CC_LOCAL_COMMAND.match(text):
-                ctx.skipped["local_command"] += 1
-            elif _CC_INTERRUPT.match(text.strip()):
-                t.add("system", text, ts, event="interrupt")
-            else:
-                t.add("user", text, ts)
-            continue
-        # assistant
-        mid = message.get("id") or obj.get("uuid") or str(n)
-        last = t.steps[-1] if t.steps else None
-        if last is not None and last["source"] == "agent" and msg_ids.get(id(last)) == mid:
-            step = last
+        target = t
+        if obj.get("isSidechain"):
+            target = _cc_sidechain(obj, n, subs, chain_of, session_id)
+            states.setdefault(id(target), _CcState())
+            _track_time(target, obj.get("timestamp"))
         else:
-            step = t.add("agent", "", ts)
-            msg_ids[id(step)] = mid
-        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
-            t.agent["model_name"] = message["model"]
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            step["metrics"] = {
-                "prompt_tokens": usage.get("input_tokens"),
-                "completion_tokens": usage.get("output_tokens"),
-                "cached_tokens": usage.get("cache_read_input_tokens"),
-            }
-        for j, b in enumerate(
-            content if isinstance(content, list) else [{"type": "text", "text": content_text(content)}]
-        ):
-            if not isinstance(b, dict):
-                continue
-            bt = b.get("type")
-            if bt == "text" and isinstance(b.get("text"), str):
-                step["message"] = (step["message"] + "\n\n" + b["text"]) if step["message"] else b["text"]
-            elif bt == "thinking":
-                step["extra"]["reasoning"] = (step["extra"].get("reasoning", "") + b.get("thinking", "")).strip()
-            elif bt == "tool_use":
-                if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
-                    ctx.problem(n, "tool_use block without id or name; skipped", path=f"$.message.content[{j}]")
-                    continue
-                args = _parse_args(b.get("input"), ctx, n, f"$.message.content[{j}].input")
-                problem = t.call(step, b["id"], b["name"], args)
-                if problem:
-                    t.errors.append(
-                        ImportProblem(file=ctx.file, line=n, path=f"$.message.content[{j}]", message=problem)
-                    )
-            else:
-                ctx.skipped[f"block:{bt}"] += 1
+            tur = obj.get("toolUseResult")
+            if isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
+                for b in _cc_user_text(obj["message"].get("content")):
+                    if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                        spawned[tur["agentId"]] = b["tool_use_id"]
+        _cc_line(target, states[id(target)], obj, n, ctx)
+    out = []
+    for tr in (t, *subs.values()):
+        _cc_flush_command(tr, states[id(tr)], ctx)
+        tr.steps = [s for s in tr.steps if s["message"] or s.get("tool_calls") or s["source"] != "agent" or s["extra"]]
     if t.external_id is None:
         t.external_id = "claude-code:unknown"
-    t.steps = [s for s in t.steps if s["message"] or s.get("tool_calls") or s["source"] != "agent" or s["extra"]]
-    return [t] if (t.steps or t.errors) else []
+    if t.steps or t.errors:
+        out.append(t)
+    standalone = not t.steps and bool(subs)
+    sidecar = _cc_sidecar(path) if standalone and path is not None else {}
+    for sub in subs.values():
+        first = next((s["message"] for s in sub.steps if s["source"] == "user"), None)
+        if not any(s["source"] == "agent" for s in sub.steps):
+            ctx.skipped["sidechain:no_agent_step"] += 1
+            continue
+        call_id = spawned.get(sub.meta.get("agent_id", "")) or sidecar.get("toolUseId")
+        if call_id is None and first is not None:  # the spawning call's prompt is the subagent's first message
+            call_id = next(
+                (
+                    cid
+                    for cid, (_, c) in t.calls.items()
+                    if c["function_name"] in _CC_SPAWN_TOOLS and c["arguments"].get("prompt") == first
+                ),
+                None,
+            )
+        if call_id is None and first is not None and first.strip() == "Warmup":
+            ctx.skipped["sidechain:warmup"] += 1  # Claude Code 2.0 warms each subagent's cache with "Warmup"
+            continue
+        if isinstance(call_id, str):
+            sub.meta["spawned_by_call_id"] = call_id
+        for k in ("agentType", "description"):
+            if isinstance(sidecar.get(k), str):
+                sub.meta[f"subagent_{k.lower() if k == 'description' else 'type'}"] = sidecar[k]
+        sub.meta["parent_external_id"] = t.external_id
+        if not standalone:
+            sub.meta["_parent_key"] = t.key
+        out.append(sub)
+    return out
+
+
+def _cc_sidechain(obj: dict, n: int, subs: dict[str, _Traj], chain_of: dict[str, str], session_id: str | None) -> _Traj:
+    """The subagent trajectory a sidechain line belongs to: by ``agentId`` (Claude Code 2.x), else by the
+    chain of ``parentUuid`` (older transcripts, where each sidechain starts at a root line)."""
+    uuid, parent = obj.get("uuid"), obj.get("parentUuid")
+    if isinstance(obj.get("agentId"), str):
+        key = obj["agentId"]
+    elif isinstance(parent, str) and parent in chain_of:
+        key = chain_of[parent]
+    else:
+        key = uuid if isinstance(uuid, str) else f"line{n}"
+    if isinstance(uuid, str):
+        chain_of[uuid] = key
+    sub = subs.get(key)
+    if sub is None:
+        sid = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else session_id
+        label = key if key.startswith("agent-") else f"agent-{key}"
+        sub = _Traj(
+            key=f"{sid}:{label}",
+            line=n,
+            agent={"name": "claude-code", **({"version": obj["version"]} if obj.get("version") else {})},
+            external_id=f"claude-code:{sid}:{label}",
+        )
+        sub.meta["subagent"] = True
+        if isinstance(obj.get("agentId"), str):
+            sub.meta["agent_id"] = obj["agentId"]
+        subs[key] = sub
+    return sub
+
+
+def _cc_sidecar(path: Path) -> dict:
+    """``agent-<id>.meta.json`` next to a subagent transcript (Claude Code 2.1: ``agentType``,
+    ``description``, ``toolUseId`` of the spawning call); ``{}`` when absent or unreadable."""
+    side = path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
+    try:
+        doc = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 # -- Codex rollouts -------------------------------------------------------------------------------
@@ -495,8 +673,10 @@ def _codex_output(raw: Any) -> tuple[str, bool, int | None]:
     return text, code not in (None, 0), code
 
 
-def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
-    t = _Traj(key="session", line=1, agent={"name": "codex"})
+def _codex_records(data: bytes, ctx: _Ctx) -> list[tuple[int, str | None, dict, Any]]:
+    """``(line, type, payload, timestamp)`` of each well-formed line; older rollouts' bare response items
+    and bare meta line are given their modern type."""
+    out = []
     for n, obj in _lines(data, ctx):
         if not isinstance(obj, dict):
             ctx.problem(n, f"line is a JSON {type(obj).__name__}, not an object; skipped")
@@ -509,12 +689,139 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
         if not isinstance(payload, dict):
             ctx.problem(n, f"line of type {typ!r} has no 'payload' object; skipped")
             continue
+        out.append((n, typ, payload, ts))
+    return out
+
+
+_CODEX_EVENT_TURNS = frozenset(
+    {
+        "user_message",
+        "agent_message",
+        "exec_command_begin",
+        "exec_command_end",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+    }
+)
+"""``event_msg`` types that carry a turn or a command: imported when their ``response_item`` twin is absent
+(some Codex versions and ``codex exec`` write only these), skipped (counted) when it is present."""
+
+
+def _codex_twins(records: list[tuple[int, str | None, dict, Any]]) -> tuple[Counter[tuple[str, str]], set, set]:
+    """What the ``response_item`` lines already hold: message texts by role, call ids, output call ids."""
+    texts: Counter[tuple[str, str]] = Counter()
+    calls, outputs = set(), set()
+    for _, typ, p, _ in records:
+        if typ != "response_item":
+            continue
+        it = p.get("type")
+        if it == "message" and p.get("role") in ("user", "assistant"):
+            texts[(p["role"], content_text(p.get("content")).strip())] += 1
+        elif it in ("function_call", "custom_tool_call", "local_shell_call"):
+            calls.add(p.get("call_id") or p.get("id"))
+        elif it in ("function_call_output", "custom_tool_call_output"):
+            outputs.add(p.get("call_id"))
+    return texts, calls, outputs
+
+
+def _codex_event(
+    t: _Traj, p: dict, n: int, ts: Any, ctx: _Ctx, twins: tuple[Counter[tuple[str, str]], set, set]
+) -> None:
+    """One turn- or command-carrying ``event_msg`` whose twin may be missing (see :data:`_CODEX_EVENT_TURNS`)."""
+    texts, calls, outputs = twins
+    et = str(p.get("type"))
+    cid = p.get("call_id")
+    if et in ("user_message", "agent_message"):
+        role = "user" if et == "user_message" else "assistant"
+        raw = p.get("message")
+        text = raw.strip() if isinstance(raw, str) else ""
+        if texts[(role, text)] > 0:  # the response_item twin holds it: counted once
+            texts[(role, text)] -= 1
+            ctx.skipped[f"event_msg:{et}"] += 1
+        elif not text:
+            ctx.skipped[f"event_msg:{et}:empty"] += 1
+        elif role == "user" and _CODEX_CONTEXT.match(text):
+            t.add("system", text, ts, context="environment")
+        elif role == "user":
+            t.add("user", text, ts)
+        else:
+            t.add("agent", text, ts)["_closed"] = False
+        return
+    if not isinstance(cid, str):
+        ctx.warn(n, f"event_msg {et} without call_id; skipped")
+        ctx.skipped[f"event_msg:{et}:no_call_id"] += 1
+        return
+    begin = et.endswith("_begin")
+    if cid in calls:  # the response_item call is the call; its begin event adds nothing
+        if begin:
+            ctx.skipped[f"event_msg:{et}"] += 1
+            return
+    elif cid not in t.calls:  # no twin: the event is the call (an end without its begin still names it)
+        name, args = _codex_event_call(et, p)
+        problem = t.call(t.open_agent_step(ts), cid, name, args)
+        if problem:
+            t.errors.append(ImportProblem(file=ctx.file, line=n, path="$.payload.call_id", message=problem))
+            return
+    if begin:
+        return
+    if cid in outputs:  # the response_item output is the result
+        ctx.skipped[f"event_msg:{et}"] += 1
+        return
+    content, error, code = _codex_event_result(et, p)
+    res = t.result(cid, content, error=error, exit_code=code)
+    if res == "duplicate":
+        ctx.warn(n, f"second result for {cid!r}; the first is kept")
+    elif res == "unknown":
+        ctx.warn(n, f"{et} for call_id {cid!r} before the call itself; skipped")
+
+
+def _codex_event_call(et: str, p: dict) -> tuple[str, dict]:
+    """Tool name and arguments of a command event (``shell``/``apply_patch``/``mcp__<server>__<tool>``)."""
+    if et.startswith("exec_command"):
+        args: dict[str, Any] = {"command": p.get("command")}
+        if p.get("cwd"):
+            args["workdir"] = p["cwd"]
+        return "shell", args
+    if et.startswith("patch_apply"):
+        return "apply_patch", {"changes": p.get("changes")} if "changes" in p else {}
+    inv = p.get("invocation")
+    inv = inv if isinstance(inv, dict) else {}
+    raw = inv.get("arguments")
+    return f"mcp__{inv.get('server', '?')}__{inv.get('tool', '?')}", raw if isinstance(raw, dict) else {}
+
+
+def _codex_event_result(et: str, p: dict) -> tuple[str, bool, int | None]:
+    """Content, error flag and exit code of a command's end event."""
+    if et == "exec_command_end":
+        code = p.get("exit_code") if isinstance(p.get("exit_code"), int) else None
+        text = p.get("aggregated_output")
+        if not isinstance(text, str):
+            text = "".join(x for x in (p.get("stdout"), p.get("stderr")) if isinstance(x, str))
+        return text or (p.get("formatted_output") or ""), code not in (None, 0), code
+    if et == "patch_apply_end":
+        text = "".join(x for x in (p.get("stdout"), p.get("stderr")) if isinstance(x, str))
+        return text, p.get("success") is False, None
+    result = p.get("result")
+    err = isinstance(result, dict) and ("Err" in result or (result.get("Ok") or {}).get("isError") is True)
+    return json.dumps(result, ensure_ascii=False, default=str), bool(err), None
+
+
+def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
+    t = _Traj(key="session", line=1, agent={"name": "codex"})
+    records = _codex_records(data, ctx)
+    twins = _codex_twins(records)
+    for n, typ, payload, ts in records:
+        _track_time(t, ts)
         if typ == "session_meta":
             if isinstance(payload.get("id"), str):
                 t.key = payload["id"]
                 t.external_id = f"codex:{payload['id']}"
+            _track_time(t, payload.get("timestamp"))
             if payload.get("cli_version"):
                 t.agent["version"] = str(payload["cli_version"])
+                t.meta["cli_version"] = str(payload["cli_version"])
             for k in ("cwd", "originator", "model_provider"):
                 if payload.get(k):
                     t.meta[k] = payload[k]
@@ -525,6 +832,9 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
             if isinstance(payload.get("model"), str):
                 t.agent["model_name"] = payload["model"]
             ctx.skipped["turn_context"] += 1
+            continue
+        if typ == "event_msg" and payload.get("type") in _CODEX_EVENT_TURNS:
+            _codex_event(t, payload, n, ts, ctx, twins)
             continue
         if typ in ("event_msg", "compacted"):
             ctx.skipped[f"{typ}:{payload.get('type', '?')}" if typ == "event_msg" else typ] += 1
@@ -679,40 +989,107 @@ def _parse_openai_chat(data: bytes, ctx: _Ctx, file_sha: str) -> list[_Traj]:
 
 
 # -- driver -----------------------------------------------------------------------------------------
-def detect_format(path: Path, head: bytes) -> str | None:
-    """Guess the format from the first JSON value of a file; ``None`` when unsure."""
-    text = head.decode("utf-8", errors="replace").lstrip()
-    if path.suffix == ".json" or (text.startswith("{") and "\n{" not in text[:200000].strip()):
+@dataclass
+class _Whole:
+    """How a file reads as one JSON document (see :func:`_whole_document`)."""
+
+    doc: Any = None
+    """The parsed document when the file is one JSON document (pretty-printed or not)."""
+    error: str | None = None
+    """``not valid JSON: <msg> at line L column C`` when the file is one broken JSON document."""
+    line: int | None = None
+
+
+def _whole_document(data: bytes) -> _Whole:
+    """Read ``data`` as one JSON document when it is one, whatever its size or line layout.
+
+    JSON Lines (the first value parses and more follows, or the first line parses on its own) give an empty
+    :class:`_Whole`; so does text that does not start with ``{`` or ``[``. A file whose first line is not
+    JSON and whose parse fails beyond that line (or that has one line) is one broken document: its error
+    names line and column once, instead of one error per line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return _Whole()
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return _Whole()
+    try:
+        return _Whole(doc=json.loads(text))
+    except RecursionError:
+        return _Whole(error="not valid JSON: nested too deeply", line=1)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":  # one value, then more: JSON Lines
+            return _Whole()
+        lines = [ln for ln in text.split("\n") if ln.strip()]
         try:
-            doc = json.loads(text)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
-            return "atif"
-    for line in text.splitlines()[:20]:
-        line = line.strip()
-        if not line:
+            json.loads(lines[0])
+            return _Whole()  # the first line is a document of its own: JSON Lines with a bad line later
+        except (ValueError, RecursionError):
+            pass
+        if e.lineno > text[: len(text) - len(stripped)].count("\n") + 1 or len(lines) == 1:
+            return _Whole(error=f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", line=e.lineno)
+        return _Whole()
+
+
+def _classify(obj: Any) -> str | None:
+    """The format one JSON object (a line, or a whole document) belongs to; ``None`` when it tells nothing."""
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("steps"), list) and ("schema_version" in obj or "session_id" in obj or "agent" in obj):
+        return "atif"
+    if obj.get("type") in ("session_meta", "response_item", "turn_context", "event_msg", "compacted") and (
+        "payload" in obj
+    ):
+        return "codex"
+    if (
+        "sessionId" in obj
+        or "parentUuid" in obj
+        or obj.get("type") in ("summary", "file-history-snapshot", "queue-operation")
+    ):
+        return "claude_code"
+    if "messages" in obj or "request" in obj:
+        return "openai_chat"
+    if obj.get("type") in _CODEX_ITEM_TYPES or ("id" in obj and "instructions" in obj):
+        return "codex"
+    if isinstance(obj.get("steps"), list):
+        return "atif"
+    return None
+
+
+DETECT_LINES = 50
+"""Non-blank JSON Lines looked at to tell a format (each whole, however long)."""
+
+
+def detect_format(path: Path, data: bytes, whole: _Whole | None = None) -> str | None:
+    """Tell the format from the content: a whole JSON document (an ATIF trajectory, an array of them, or one
+    record of a line format) or the first :data:`DETECT_LINES` lines of JSON Lines, each read whole, so
+    neither the size of a line nor pretty-printing changes the answer. ``None`` when unsure."""
+    whole = whole if whole is not None else _whole_document(data)
+    if whole.doc is not None:
+        docs = whole.doc if isinstance(whole.doc, list) else [whole.doc]
+        for d in docs[:DETECT_LINES]:
+            fmt = _classify(d)
+            if fmt is not None:
+                return fmt
+        return None
+    seen = 0
+    start = 0
+    while seen < DETECT_LINES and start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        raw = data[start:end].strip()
+        start = end + 1
+        if not raw:
             continue
+        seen += 1
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = json.loads(raw.decode("utf-8-sig"))
+        except (ValueError, RecursionError):
             continue
-        if not isinstance(obj, dict):
-            continue
-        if "schema_version" in obj and "steps" in obj:
-            return "atif"
-        if obj.get("type") in ("session_meta", "response_item", "turn_context", "event_msg") and "payload" in obj:
-            return "codex"
-        if (
-            "sessionId" in obj
-            or "parentUuid" in obj
-            or obj.get("type") in ("summary", "file-history-snapshot", "queue-operation")
-        ):
-            return "claude_code"
-        if "messages" in obj or "request" in obj:
-            return "openai_chat"
-        if obj.get("type") in _CODEX_ITEM_TYPES or ("id" in obj and "instructions" in obj):
-            return "codex"
+        fmt = _classify(obj)
+        if fmt is not None:
+            return fmt
     return None
 
 
@@ -737,8 +1114,11 @@ def import_file(
         data = path.read_bytes()
     except OSError as e:
         raise ActionError(f"cannot read {path}: {e.strerror}", "check the path and permissions") from None
+    whole = _whole_document(data)
     if format is None:
-        format = detect_format(path, data[:1_000_000])
+        if whole.error is not None:  # one broken JSON document: one error, with line and column
+            raise ActionError(f"{path}: {whole.error}", "fix the JSON (a JSON Lines file needs one document a line)")
+        format = detect_format(path, data, whole)
         if format is None:
             raise ActionError(
                 f"cannot tell the format of {path}",
@@ -749,23 +1129,45 @@ def import_file(
     sha = hashlib.sha256(data).hexdigest()
     report = ImportReport(file=str(path), format=format, sha256=sha)
     ctx = _Ctx(path, format, report)
+    if whole.error is not None:
+        report.lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        ctx.problem(whole.line, f"{whole.error}; nothing imported (fix the JSON)")
+        return report
+    lines_data = data
+    if whole.doc is not None and format != "atif":  # one pretty-printed record, or an array of records
+        docs = whole.doc if isinstance(whole.doc, list) else [whole.doc]
+        lines_data = b"".join(json.dumps(d, ensure_ascii=False).encode() + b"\n" for d in docs)
     if format == "atif":
-        parsed = _parse_atif(data, ctx)
+        parsed = _parse_atif(data, ctx, whole.doc)
     elif format == "claude_code":
-        parsed = _parse_claude_code(data, ctx)
+        parsed = _parse_claude_code(lines_data, ctx, path)
     elif format == "codex":
-        parsed = _parse_codex(data, ctx)
+        parsed = _parse_codex(lines_data, ctx)
     else:
-        parsed = _parse_openai_chat(data, ctx, sha)
+        parsed = _parse_openai_chat(lines_data, ctx, sha)
+    if whole.doc is not None:
+        report.lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     redactions: Counter[str] = Counter()
+    stored: dict[str, str] = {}  # trajectory key -> session id, for subagents of a main session in the file
     for t in parsed:
-        _store_one(store, t, format, sha, path, report, redactions, task_lookup)
+        _store_one(store, t, format, sha, path, report, redactions, task_lookup, stored)
     report.skipped = dict(sorted(ctx.skipped.items()))
     report.redactions = dict(sorted(redactions.items()))
     if data.strip() and report.steps_seen == 0:
-        ctx.problem(
-            None, f"no steps imported from a non-empty {format} file (see the problems above, or check --format)"
-        )
+        has_errors = any(p.severity == "error" for p in report.problems)
+        skipped = ", ".join(f"{k}: {v}" for k, v in sorted(ctx.skipped.items())) or "none"
+        if (
+            not has_errors
+            and "sidechain:warmup" in ctx.skipped
+            and set(ctx.skipped) <= {"sidechain:warmup", "meta", *_CC_SKIP_TYPES}
+        ):  # a subagent file holding only Claude Code's cache warm-up exchange: nothing to learn from
+            ctx.warn(None, f"nothing to import: only a subagent warm-up exchange ({skipped})")
+        else:
+            ctx.problem(
+                None,
+                f"no steps imported from a non-empty {format} file"
+                + (" (see the problems above, or check --format)" if has_errors else f"; skipped lines: {skipped}"),
+            )
     return report
 
 
@@ -778,6 +1180,7 @@ def _store_one(
     report: ImportReport,
     redactions: Counter,
     task_lookup: TaskLookup | None,
+    stored: dict[str, str] | None = None,
 ) -> None:
     if t.errors:
         report.problems.extend(t.errors)
@@ -795,6 +1198,8 @@ def _store_one(
     report.steps_seen += len(steps)
     report.missing_results += missing
     sid = _session_id(fmt, sha, t.key)
+    if stored is not None:
+        stored[t.key] = sid
     behaviour, split = t.behaviour, "heldout" if t.split == "heldout" else None
     if t.task_id and task_lookup is not None:
         known = task_lookup(t.task_id)
@@ -808,9 +1213,28 @@ def _store_one(
     else:
         prev = store.by_external_id(t.external_id) if t.external_id else []
         parent = prev[-1].session_id if prev else None
+        meta = {"file": str(path), "sha256": sha, "line": t.line, "format": fmt, **t.meta}
+        parent_key = meta.pop("_parent_key", None)
+        if meta.get("subagent"):  # a subagent's parent is the session that spawned it, not an earlier import
+            if parent is not None:
+                meta["previous_import"] = parent
+            spawner = (stored or {}).get(parent_key) if parent_key else None
+            if spawner is None and meta.get("parent_external_id"):
+                found = store.by_external_id(meta["parent_external_id"])
+                spawner = found[-1].session_id if found else None
+            if spawner is None:
+                report.problems.append(
+                    ImportProblem(
+                        file=str(path),
+                        line=t.line,
+                        severity="warning",
+                        message=f"subagent {t.key!r}: its main session {meta.get('parent_external_id')!r} is not "
+                        "in the store; imported unlinked (import the main transcript first to link them)",
+                    )
+                )
+            parent = spawner
         agent, c = store.redactor.value(t.agent)
         redactions.update(c)
-        meta = {"file": str(path), "sha256": sha, "line": t.line, "format": fmt, **t.meta}
         try:
             store.start(
                 session_id=sid,
@@ -822,13 +1246,14 @@ def _store_one(
                 external_id=t.external_id,
                 meta=meta,
                 parent_session_id=parent,
+                created_at=_iso(t.first_at),
             )
         except Exception:  # noqa: BLE001 - a concurrent import of the same file created it first
             if not store.exists(sid):
                 raise
     written = 0
     for i in range(0, len(steps), CHUNK):
-        res = store.log_steps(sid, steps[i : i + CHUNK])
+        res = store.log_steps(sid, steps[i : i + CHUNK], keep_absent_timestamps=True)
         redactions.update(res.redactions)
         written += sum(res.created)
     final = next((s["message"] for s in reversed(steps) if s["source"] == "agent" and s["message"]), None)
@@ -836,6 +1261,8 @@ def _store_one(
     if final:
         final, c = store.redactor.text(final)
         redactions.update(c)
-    store.finish(sid, final_message=final)
+    store.finish(sid, final_message=final, finished_at=_iso(t.last_at))
     report.steps += written
     report.trajectories.append(sid)
+    if t.meta.get("subagent"):
+        report.subagents.append(sid)

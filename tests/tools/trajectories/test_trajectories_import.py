@@ -34,7 +34,7 @@ def test_claude_code_transcript(store):
     assert all(p.file == str(path) for p in r.problems)
     assert r.skipped == {
         "file-history-snapshot": 1,
-        "sidechain": 1,
+        "sidechain:no_agent_step": 1,  # a subagent prompt with no answer: counted, not a trajectory
         "summary": 1,
         "system:compact_boundary": 1,
         "unknown:future-line-kind": 1,
