@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
 from agent_rl_sandbox.schemas.reward import EvalReport, GroupStats, InputProblem, ReportStats, ScoreReport
+from agent_rl_sandbox.tools._gc import paused_gc
 
 _ROUND = 6
 
 
 def _r(x: float) -> float:
     return round(float(x), _ROUND) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause CPython's cyclic garbage collector while scoring a batch.
-
-    Scoring creates no reference cycles (models, lists and dicts only), so nothing is lost, but with
-    the collector running its full collections rescan every report kept so far and the time per
-    trajectory grows with the batch (about 1.5x from 1k to 10k trajectories). Restores the previous
-    state; nested use is harmless."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def reward_variance(rewards: list[float]) -> float:

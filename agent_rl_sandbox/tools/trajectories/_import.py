@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import ImportProblem, ImportReport
+from agent_rl_sandbox.tools._gc import paused_gc
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats import content_text
 from agent_rl_sandbox.tools.formats.atif import AtifCall, decode_arguments, read_document
@@ -1126,6 +1127,18 @@ def import_file(
             )
     if format not in IMPORT_FORMATS:
         raise ActionError(f"unknown import format {format!r}", f"use one of {', '.join(IMPORT_FORMATS)}")
+    with paused_gc():  # parsing and storing build many objects and no cycles (see paused_gc)
+        return _import_data(store, path, data, whole, format, task_lookup)
+
+
+def _import_data(
+    store: TrajectoryRepository,
+    path: Path,
+    data: bytes,
+    whole: _Whole,
+    format: str,
+    task_lookup: TaskLookup | None,
+) -> ImportReport:
     sha = hashlib.sha256(data).hexdigest()
     report = ImportReport(file=str(path), format=format, sha256=sha)
     ctx = _Ctx(path, format, report)

@@ -187,3 +187,41 @@ def test_exported_atif_imports_back(store, tmp_path):
 def test_format_detection(name, fmt):
     path = FIXTURES / name
     assert detect_format(path, path.read_bytes()) == fmt
+
+
+@pytest.mark.parametrize(
+    "rel", ["claude_code/session-7f3c1a52.jsonl", "codex/rollout-2026-11-21T10-00-00-019a2d7a.jsonl"]
+)
+def test_import_with_the_collector_paused_stores_what_it_stored_before(rel, tmp_path, monkeypatch):
+    """issue 16: ``import_file`` pauses the cyclic GC (1.75x at 20k steps); the same report and the same
+    stored trajectories as with the collector running, and the collector is back on afterwards."""
+    import contextlib
+    import gc
+
+    import agent_rl_sandbox.tools.trajectories._import as importer
+    from agent_rl_sandbox.tools.store import Store
+
+    def run(home: Path, pause: bool) -> tuple[dict, list[dict]]:
+        if not pause:
+            monkeypatch.setattr(importer, "paused_gc", contextlib.nullcontext)
+        store = Store(f"sqlite:///{home}/store.db")
+        try:
+            r = import_file(store.trajectories, FIXTURES / rel)
+            trajs = [
+                store.trajectories.get(s).model_dump(exclude={"created_at", "finished_at", "session_id"})
+                for s in r.trajectories
+            ]
+        finally:
+            store.close()
+            monkeypatch.undo()
+        report = r.model_dump(exclude={"trajectories"})
+        return report, [
+            {**t, "steps": [{k: v for k, v in s.items() if k != "timestamp"} for s in t["steps"]]} for t in trajs
+        ]
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert gc.isenabled()
+    paused = run(tmp_path / "a", True)
+    assert gc.isenabled()
+    assert paused == run(tmp_path / "b", False)
