@@ -134,7 +134,7 @@ class ActionMatch(BaseModel):
     """Substrings that must all occur in the canonical JSON text of the arguments."""
     args_regex: str | None = None
     """Regex searched in the canonical JSON text of the arguments."""
-    outcome: Literal["ok", "error", "refused", "limit", "unknown"] | None = None
+    outcome: Literal["ok", "error", "refused", "limit", "cancelled", "unknown"] | None = None
     """Only steps with this outcome match."""
     test_run: TestRunMatch | None = None
     """Only a verified test run like this matches (see :class:`TestRunMatch`)."""

@@ -61,6 +61,13 @@ class ListTasksOutput(_Out):
     )
 
 
+NO_GIT_NOTE = (
+    "There is no git inside the sandbox (its history lives outside, where commands cannot reach it): "
+    "sandbox_state gives the diff against the base commit. A command output cut in the sandbox_exec result is "
+    "paged with sandbox_read_output."
+)
+
+
 class SandboxResetInput(_In):
     task_id: str = Field(min_length=1, max_length=B.NAME_CHARS, description="Task to load (see list_tasks).")
     sandbox_id: str | None = Field(
@@ -68,8 +75,11 @@ class SandboxResetInput(_In):
         max_length=64,
         description="Reset this existing sandbox to its base commit instead of creating one.",
     )
-    agent_name: str = Field(
-        default="unknown", max_length=B.NAME_CHARS, description="Your agent's name, recorded on the trajectory."
+    agent_name: str | None = Field(
+        default=None,
+        max_length=B.NAME_CHARS,
+        description="Your agent's name, recorded on the trajectory (default: the name the sandbox's last episode "
+        "was recorded under when resetting one, else `unknown`).",
     )
 
 
@@ -86,6 +96,8 @@ class SandboxResetOutput(_Out):
     limits: Limits
     allowed_tools: list[str]
     reset_ms: float
+    agent_name: str = Field(default="unknown", description="The agent name the new trajectory is recorded under.")
+    note: str = Field(default=NO_GIT_NOTE, description="What the sandbox does not have, and where to look instead.")
 
 
 class SandboxExecInput(_In):
@@ -110,11 +122,20 @@ class SandboxExecOutput(_Out):
         description="Which limit the command hit, if any: wall_time, cpu_time, memory, file_size, output, processes, "
         "tmp_space, or disk / files (the sandbox's quota: later exec and writes are refused until sandbox_reset)."
     )
+    limit_detail: str | None = Field(
+        default=None,
+        description="Which limit stopped the command and its value; for wall time also the timeout_seconds asked "
+        "for and the cap that applied (the task's limit or the server's max_exec_seconds).",
+    )
     warning: str | None = Field(
         default=None, description="What the server did or refused after the command, if anything."
     )
     files_changed: list[str] = Field(description="Files the command created, changed or deleted.")
-    output_path: str | None = Field(default=None, description="File with the kept output when the text above was cut.")
+    output_path: str | None = Field(
+        default=None,
+        description="File with the kept output when the text above was cut (a server file, outside the sandbox): "
+        "page it with sandbox_read_output(sandbox_id, step_id, offset).",
+    )
 
 
 class SandboxReadFileInput(_In):
@@ -131,6 +152,29 @@ class SandboxReadFileOutput(_Out):
     size_bytes: int
     truncated: bool
     next_offset: int | None = Field(description="Pass as offset to read on; null at end of file.")
+    encoding: Literal["utf-8", "base64"] = Field(
+        default="utf-8", description="How `content` is encoded: base64 when the bytes read are binary."
+    )
+    binary: bool = Field(
+        default=False, description="True when the bytes read hold a NUL byte or are not UTF-8 (content is base64)."
+    )
+
+
+class SandboxReadOutputInput(_In):
+    sandbox_id: str = SandboxId
+    step_id: int = Field(ge=1, description="step_id of a sandbox_exec result whose output was cut (output_path set).")
+    offset: int = Field(default=0, ge=0, description="Byte offset to start reading at.")
+    max_bytes: int = Field(default=16_000, ge=1, le=200_000)
+
+
+class SandboxReadOutputOutput(_Out):
+    step_id: int
+    content: str = Field(description="The kept output from offset: `$ command`, then stdout and stderr sections.")
+    size_bytes: int = Field(description="Size of the whole kept output.")
+    truncated: bool
+    next_offset: int | None = Field(description="Pass as offset to read on; null at the end.")
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+    binary: bool = False
 
 
 class SandboxWriteFileInput(_In):
@@ -187,6 +231,11 @@ class SandboxStateOutput(_Out):
     protected_paths_touched: list[str] = Field(
         default_factory=list,
         description="Protected paths (e.g. tests) changed from the base commit; recorded for the scorer.",
+    )
+    busy: str | None = Field(
+        default=None,
+        description="When a changing call (e.g. a long command) holds the sandbox: which one; the state shown is "
+        "then the last recorded one, from before it.",
     )
 
 

@@ -23,11 +23,12 @@ self-logged it; never trusted for ordering or evidence unless a reward spec opts
 StepSource = Literal["user", "agent", "system"]
 """ATIF ``source`` of a step."""
 
-StepOutcome = Literal["ok", "error", "refused", "limit", "unknown"]
+StepOutcome = Literal["ok", "error", "refused", "limit", "cancelled", "unknown"]
 """What became of the step's action: ``ok`` ran and succeeded (exit code 0 for commands), ``error``
 ran and failed, ``refused`` the server refused it (path escape, forbidden command),
-``limit`` killed by a resource limit, ``unknown`` no result was ever seen (a pre-tool hook without
-its post event, a cancelled call)."""
+``limit`` killed by a resource limit, ``cancelled`` the client cancelled the call (MCP
+``notifications/cancelled``) and the server killed its command, ``unknown`` no result was ever
+seen (a pre-tool hook without its post event, a call a client cancelled where nobody saw the end)."""
 
 TrajectoryStatus = Literal["running", "finished"]
 

@@ -19,20 +19,26 @@ applies that identity's quotas around each call.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import difflib
+import functools
 import hashlib
 import inspect
 import logging
 import re
 import secrets
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from agent_rl_sandbox import __version__
@@ -44,6 +50,7 @@ from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import Caller
+from agent_rl_sandbox.tools._control import CallControl
 from agent_rl_sandbox.tools.adapters import AdapterRegistry
 from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput, DatasetValidateOutput
 from agent_rl_sandbox.tools.errors import ActionError
@@ -72,12 +79,19 @@ sandbox_exec to inspect -> sandbox_claim the files you will change -> sandbox_wr
 sandbox_exec to run the tests -> sandbox_finish(message with the test command and its result).
 Every sandbox action is recorded for you; rewards come from the sandbox state and the hidden
 verifier, never from what your final message says. trajectory_get and eval_score show the result.
+There is no git inside the sandbox (its history lives outside, where commands cannot reach it):
+sandbox_state gives the diff against the task's base commit. One changing call (exec, write,
+claim, reset, finish) runs per sandbox at a time; a second one answers at once with a `busy`
+error saying when to retry, while read-only calls (read_file, state, read_output) still answer.
+Unknown argument names are refused with the closest valid name; `behavior` is read as `behaviour`.
 """
 
 
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
+    title: str
+    """Short human-readable name clients show (MCP ``title``)."""
     input_model: type[BaseModel]
     output_model: type[BaseModel]
     annotations: ToolAnnotations
@@ -92,6 +106,7 @@ class ToolSpec:
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "list_tasks",
+        "List practice tasks",
         io.ListTasksInput,
         io.ListTasksOutput,
         READ_ONLY,
@@ -100,6 +115,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "sandbox_reset",
+        "Start or reset a sandbox",
         io.SandboxResetInput,
         io.SandboxResetOutput,
         DESTRUCTIVE,
@@ -112,29 +128,43 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "sandbox_exec",
+        "Run a command in a sandbox",
         io.SandboxExecInput,
         io.SandboxExecOutput,
-        ADDITIVE,
+        DESTRUCTIVE,
         SandboxService.exec,
         "Run a shell command (bash -c) in the sandbox's repo root: no network, only the sandbox writable, "
         "time/CPU/memory/process/output limits. Returns exit code, bounded stdout/stderr, files changed. "
-        "Use it to inspect and to run tests; the run is recorded as evidence.",
+        "Use it to inspect and to run tests; the run is recorded as evidence. When the output is cut, "
+        "sandbox_read_output pages the rest by the result's step_id. No git inside (sandbox_state gives the diff).",
         slow=True,
     ),
     ToolSpec(
         "sandbox_read_file",
+        "Read a sandbox file",
         io.SandboxReadFileInput,
         io.SandboxReadFileOutput,
         READ_ONLY,
         SandboxService.read_file,
         "Read a file of the sandbox (path relative to the repo root), up to max_bytes from offset; "
-        "next_offset continues a long file.",
+        "next_offset continues a long file. Binary bytes come back base64-encoded (encoding, binary).",
+    ),
+    ToolSpec(
+        "sandbox_read_output",
+        "Page a command's kept output",
+        io.SandboxReadOutputInput,
+        io.SandboxReadOutputOutput,
+        READ_ONLY,
+        SandboxService.read_output,
+        "Read the kept output of one of your sandbox_exec commands whose result was cut (output_path set), by that "
+        "result's step_id, up to max_bytes from offset; next_offset continues. Answers while another command runs.",
     ),
     ToolSpec(
         "sandbox_write_file",
+        "Write a sandbox file",
         io.SandboxWriteFileInput,
         io.SandboxWriteFileOutput,
-        IDEMPOTENT_ADDITIVE,
+        IDEMPOTENT_DESTRUCTIVE,
         SandboxService.write_file,
         "Write a whole file in the sandbox (creating folders). Claim the path with sandbox_claim first: "
         "unclaimed edits are recorded and cost reward.",
@@ -142,6 +172,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "sandbox_claim",
+        "Claim files before editing",
         io.SandboxClaimInput,
         io.SandboxClaimOutput,
         IDEMPOTENT_ADDITIVE,
@@ -150,6 +181,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "sandbox_state",
+        "Show a sandbox's state",
         io.SandboxStateInput,
         io.SandboxStateOutput,
         READ_ONLY,
@@ -159,6 +191,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "sandbox_finish",
+        "Finish the episode and score it",
         io.SandboxFinishInput,
         io.SandboxFinishOutput,
         DESTRUCTIVE,
@@ -170,6 +203,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trajectory_get",
+        "Get a trajectory",
         io.TrajectoryGetInput,
         io.TrajectoryGetOutput,
         READ_ONLY,
@@ -178,6 +212,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "eval_score",
+        "Score a finished trajectory",
         io.EvalScoreInput,
         io.EvalScoreOutput,
         READ_ONLY,
@@ -188,6 +223,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "eval_gate",
+        "Check an eval gate",
         evals_io.EvalGateInput,
         evals_io.EvalGateOutput,
         READ_ONLY,
@@ -200,6 +236,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trajectory_start",
+        "Start a self-logged trajectory",
         io.TrajectoryStartInput,
         io.TrajectoryStartOutput,
         ADDITIVE,
@@ -210,9 +247,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trajectory_log_step",
+        "Log trajectory steps",
         io.TrajectoryLogStepInput,
         io.TrajectoryLogStepOutput,
-        ADDITIVE,
+        IDEMPOTENT_ADDITIVE,
         TrajectoryService.log_step,
         "Append one step (step) or a batch (steps, up to 500, all or nothing) to a running trajectory. Give "
         "each step a client_step_id: a retried call returns the stored step instead of a duplicate. Tool "
@@ -222,6 +260,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trajectory_finish",
+        "Finish a self-logged trajectory",
         io.TrajectoryFinishInput,
         io.TrajectoryFinishOutput,
         ADDITIVE,
@@ -231,6 +270,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trajectory_list",
+        "List trajectories",
         io.TrajectoryListInput,
         io.TrajectoryListOutput,
         READ_ONLY,
@@ -241,6 +281,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "trajectory_export",
+        "Export training data",
         io.TrajectoryExportInput,
         io.TrajectoryExportOutput,
         ADDITIVE,
@@ -252,6 +293,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "route_recommend",
+        "Recommend a training route",
         routes_io.RouteRecommendInput,
         routes_io.RouteRecommendation,
         READ_ONLY,
@@ -264,6 +306,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "dataset_validate",
+        "Validate a dataset",
         DatasetValidateInput,
         DatasetValidateOutput,
         READ_ONLY,
@@ -275,6 +318,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "training_request",
+        "Request a training run",
         jobs_io.JobSpec,
         jobs_io.TrainingRequestOutput,
         ADDITIVE,
@@ -288,6 +332,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "training_status",
+        "Show a training job",
         jobs_io.TrainingStatusInput,
         jobs_io.TrainingStatusOutput,
         READ_ONLY,
@@ -297,6 +342,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "training_list",
+        "List training jobs",
         jobs_io.TrainingListInput,
         jobs_io.TrainingListOutput,
         READ_ONLY,
@@ -305,6 +351,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "training_cancel",
+        "Cancel a training job",
         jobs_io.TrainingCancelInput,
         jobs_io.TrainingCancelOutput,
         DESTRUCTIVE,
@@ -314,6 +361,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "adapter_list",
+        "List adapters",
         adapters_io.AdapterListInput,
         adapters_io.AdapterListOutput,
         READ_ONLY,
@@ -323,6 +371,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),  # fmt: skip
     ToolSpec(
         "adapter_disable",
+        "Disable an adapter (kill switch)",
         adapters_io.AdapterDisableInput,
         adapters_io.AdapterDisableOutput,
         IDEMPOTENT_DESTRUCTIVE,
@@ -363,6 +412,66 @@ def takes_caller(impl: Callable[..., Any]) -> bool:
     return "caller" in inspect.signature(impl).parameters
 
 
+def takes_control(impl: Callable[..., Any]) -> bool:
+    """Whether a domain method can be cancelled and describe its progress (a ``control`` parameter)."""
+    return "control" in inspect.signature(impl).parameters
+
+
+PROGRESS_EVERY_S = 1.0
+"""Seconds between progress notifications of a slow call (sent only when the client gave a token)."""
+CANCEL_GRACE_S = 10.0
+"""Seconds a cancelled call waits for its worker thread to kill the command and record the step."""
+
+
+async def run_slow(ctx: Context, fn: Callable[[], BaseModel], control: CallControl, name: str) -> BaseModel:
+    """Run ``fn`` in a worker thread while sending progress (elapsed seconds, of the total the
+    domain expects, every :data:`PROGRESS_EVERY_S`; a no-op without a progress token) and
+    watching for cancellation: when the client cancels (the SDK cancels this task on
+    ``notifications/cancelled``, or only sets ``ctx.cancel_requested``), ``control`` is cancelled
+    and the worker gets up to :data:`CANCEL_GRACE_S` to kill the command and record the step
+    before the cancellation goes on (its result is never sent)."""
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the event loop below
+            outcome["error"] = e
+        finally:
+            done.set()
+
+    async def heartbeat() -> None:
+        t0 = time.monotonic()
+        while True:
+            await anyio.sleep(PROGRESS_EVERY_S)
+            total, what = control.expected()
+            elapsed = round(time.monotonic() - t0, 1)
+            limit = f" of at most {total:g} s" if total else ""
+            await ctx.report_progress(elapsed, total, f"{what or name} running: {elapsed:g} s{limit}")
+
+    async def peer_cancel() -> None:
+        event = getattr(ctx, "cancel_requested", None)
+        if event is not None:
+            await event.wait()
+            control.cancel()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(heartbeat)
+            tg.start_soon(peer_cancel)
+            await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            tg.cancel_scope.cancel()
+    except anyio.get_cancelled_exc_class():
+        control.cancel()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(done.wait, CANCEL_GRACE_S)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def _signature_of(model: type[BaseModel]) -> inspect.Signature:
     params = []
     for name, field in model.model_fields.items():
@@ -387,6 +496,7 @@ def _make_tool(
     spec: ToolSpec, impl: Callable[..., BaseModel], caller_of: CallerOf = session_caller, admit: Admit | None = None
 ) -> Callable[..., Any]:
     scoped = takes_caller(impl)
+    controlled = takes_control(impl)
 
     async def tool(ctx: Context, **kwargs: Any) -> Any:
         try:
@@ -395,12 +505,14 @@ def _make_tool(
             run: Callable[..., BaseModel] = impl
             if admit is not None and scoped:
 
-                def run(*a: Any) -> BaseModel:
+                def run(*a: Any, **kw: Any) -> BaseModel:
                     with admit(spec, a[1], a[0]):
-                        return impl(*a)
+                        return impl(*a, **kw)
 
             if spec.slow:
-                return await anyio.to_thread.run_sync(run, *args)
+                control = CallControl()
+                bound = functools.partial(run, *args, control=control) if controlled else functools.partial(run, *args)
+                return await run_slow(ctx, bound, control, spec.name)
             return run(*args)
         except ActionError as e:
             raise ToolError(e.agent_text()) from None
@@ -426,6 +538,87 @@ def _make_tool(
     )
     tool.__annotations__ = {"ctx": Context}  # the SDK passes the request Context to the parameter annotated so
     return tool
+
+
+ARGUMENT_ALIASES: dict[str, str] = {"behavior": "behaviour"}
+"""Argument names read as another (American spelling -> the field's name), wherever the field exists."""
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (``M``, ``M | None``, ``list[M]``, ``Annotated``...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def unknown_arguments(model: type[BaseModel], data: Any, where: str = "", *, closed: bool = True) -> list[str]:
+    """One sentence per key of ``data`` that no field of ``model`` takes, naming where it is
+    (``steps[0].sorce``) and the closest valid name (:func:`difflib.get_close_matches`) or else
+    every valid one. The top level (``closed``) is always checked; nested objects where their
+    model forbids extra keys (the agent-filled inputs, e.g. a logged step). Aliases of
+    :data:`ARGUMENT_ALIASES` count as known."""
+    if not isinstance(data, dict):
+        return []
+    fields = model.model_fields
+    names = {f.alias or n for n, f in fields.items()} | set(fields)
+    problems = []
+    if closed or model.model_config.get("extra") == "forbid":
+        for key in data:
+            if key in names or (ARGUMENT_ALIASES.get(key) in names):
+                continue
+            near = difflib.get_close_matches(str(key), sorted(names), n=1, cutoff=0.6)
+            hint = f"did you mean `{near[0]}`?" if near else f"valid names: {', '.join(sorted(names))}"
+            problems.append(f"unknown argument `{where}{key}` ({hint})")
+    for name, field in fields.items():
+        value = data.get(field.alias or name)
+        nested = _models_in(field.annotation)
+        if len(nested) != 1 or value is None:
+            continue
+        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            at = f"{where}{name}" + (f"[{i}]" if i is not None else "") + "."
+            problems += unknown_arguments(nested[0], item, at, closed=False)
+    return problems
+
+
+def _with_aliases(model: type[BaseModel], args: dict[str, Any]) -> dict[str, Any] | str:
+    """``args`` with :data:`ARGUMENT_ALIASES` renamed to the model's field names; a sentence
+    instead when both spellings were passed."""
+    out = dict(args)
+    for alias, name in ARGUMENT_ALIASES.items():
+        if alias in out and name in model.model_fields:
+            if name in out:
+                return f"both `{name}` and `{alias}` were passed (the same argument)"
+            out[name] = out.pop(alias)
+    return out
+
+
+def closed_arguments_middleware(specs: dict[str, ToolSpec]) -> Callable[[Any, Callable[[Any], Any]], Any]:
+    """Middleware for ``tools/call`` on the tools of ``specs``: an argument name no field of the
+    tool's input model takes is a flagged error naming the closest valid name (the SDK would
+    silently drop it: ``behaviour`` misspelled changed a gate verdict); aliases are renamed."""
+
+    async def middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        params = getattr(ctx, "params", None)
+        if getattr(ctx, "method", None) != "tools/call" or not isinstance(params, dict):
+            return await call_next(ctx)
+        spec = specs.get(params.get("name"))  # type: ignore[arg-type]
+        args = params.get("arguments")
+        if spec is None or not isinstance(args, dict):
+            return await call_next(ctx)
+        renamed = _with_aliases(spec.input_model, args)
+        problems = [renamed] if isinstance(renamed, str) else unknown_arguments(spec.input_model, renamed)
+        if problems:
+            text = (
+                f"{spec.name}: {'; '.join(problems[:10])}. Next step: call {spec.name} again with the argument "
+                "names of its input schema (tools/list)"
+            )
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        if renamed != args:
+            ctx = dataclasses.replace(ctx, params={**params, "arguments": renamed})
+        return await call_next(ctx)
+
+    return middleware
 
 
 _PYDANTIC_URL = re.compile(r"\n?\s*For further information visit https://errors\.pydantic\.dev\S*")
@@ -465,21 +658,26 @@ def build_server(
     (``caller_of``), wrap calls (``admit``) and pass ``MCPServer`` options (``token_verifier``,
     ``auth``) through ``mcp_options``."""
     services = services or Services.build(settings)
-    server = MCPServer(
-        name="agent-rl-sandbox",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        middleware=[next_step_middleware],
-        lifespan=session_lifespan,
-        **mcp_options,
-    )
+    tools = []
     for spec in TOOLS:
-        server.add_tool(
+        tool = Tool.from_function(
             _make_tool(spec, services.bind(spec.impl), caller_of, admit),
             name=spec.name,
+            title=spec.title,
             description=spec.description,
             annotations=spec.annotations,
             structured_output=True,
         )
+        tool.parameters["additionalProperties"] = False  # closed_arguments_middleware enforces it
+        tools.append(tool)
+    server = MCPServer(
+        name="agent-rl-sandbox",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        middleware=[next_step_middleware, closed_arguments_middleware({s.name: s for s in TOOLS})],
+        lifespan=session_lifespan,
+        tools=tools,
+        **mcp_options,
+    )
     server.services = services  # type: ignore[attr-defined]  # for tests and the CLI
     return server

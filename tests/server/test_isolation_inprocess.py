@@ -52,6 +52,7 @@ async def test_a_second_session_cannot_reach_the_first_ones_sandbox(server, serv
         attacks = [
             ("sandbox_exec", {"sandbox_id": sid, "command": "rm -rf shopcart"}),
             ("sandbox_read_file", {"sandbox_id": sid, "path": "shopcart/pricing.py"}),
+            ("sandbox_read_output", {"sandbox_id": sid, "step_id": 1}),
             ("sandbox_write_file", {"sandbox_id": sid, "path": "shopcart/pricing.py", "content": "x"}),
             ("sandbox_claim", {"sandbox_id": sid, "paths": ["shopcart"]}),
             ("sandbox_state", {"sandbox_id": sid}),

@@ -526,7 +526,7 @@ def verified_run(action: Action, pattern: str = DEFAULT_TEST_PATTERN) -> tuple[V
         return None, "runs no test runner"
     if inv.masked:
         return None, inv.reason
-    if action.outcome in ("refused", "limit"):
+    if action.outcome in ("refused", "limit", "cancelled"):
         return None, action.outcome
     if action.exit_code not in (0, 1):
         return None, f"exit code {action.exit_code} (0 or 1 needed: 2-5 mean interrupted, usage error or no tests)"

@@ -27,7 +27,7 @@ ERROR_TEXT = re.compile(
 def call_failed(action: Action) -> bool:
     """True when the call failed by any signal: its outcome, a non-zero exit code, or, when no exit
     code was recorded, error text in its result (clients do not always mark errors)."""
-    if action.malformed or action.outcome in ("error", "refused", "limit"):
+    if action.malformed or action.outcome in ("error", "refused", "limit", "cancelled"):
         return True
     if action.exit_code is not None:
         return action.exit_code != 0

@@ -67,7 +67,7 @@ STORE_SCORE_KEY = "store_score"
 """Root ``extra`` key of an export holding the store's score report of the trajectory (read only when the
 document is a verified export)."""
 SOURCES = ("system", "user", "agent")
-OUTCOMES = ("ok", "error", "refused", "limit", "unknown")
+OUTCOMES = ("ok", "error", "refused", "limit", "cancelled", "unknown")
 TRUSTED_PROVENANCES = ("server", "hook")
 
 

@@ -30,6 +30,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import re
 import resource
 import selectors
 import shutil
@@ -184,10 +185,16 @@ class CommandResult:
     limit_hit: str | None
     """``wall_time``, ``cpu_time``, ``memory``, ``file_size``, ``output``, ``processes``, ``tmp_space``
     (``/tmp`` full), a ``watch`` verdict (``disk``, ``files``) or ``None``."""
-    cpu_s: float = 0.0
-    """CPU seconds (user + system) of the command and its reaped descendants."""
+    cpu_s: float | None = None
+    """CPU seconds (user + system) of the command's processes that were waited for (the command
+    and the descendants it reaped), measured by the process that waited for it: under bubblewrap
+    a wrapper inside the sandbox (bash ``times``; bubblewrap's own exit carries none of it), else
+    ``wait4``. ``None`` when not measured: the command was killed from outside (wall time,
+    output, quota, cancel) before its wrapper could report."""
     max_rss_kb: int = 0
-    """Largest resident set of any one of its processes, in KiB."""
+    """Largest resident set of any one of its processes, in KiB (not measured under bubblewrap: 0)."""
+    cancelled: bool = False
+    """The caller cancelled the command (``cancel`` was set) and it was killed."""
 
 
 class LiveProcesses:
@@ -310,6 +317,7 @@ def build_argv(
     uid: int | None = None,
     seccomp_fd: int | None = None,
     tmp_bytes: int | None = None,
+    times_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``command`` with ``bash -c`` under ``isolation``.
 
@@ -322,8 +330,10 @@ def build_argv(
     empty folder that names a hidden path). Then new net/PID/IPC/UTS namespaces, a new session,
     die-with-parent, a cleared environment set to ``env``, and with ``uid`` a ``setpriv`` switch to
     that uid/gid with no supplementary groups or capabilities; ``seccomp_fd``: a compiled filter
-    bubblewrap loads before the command (``--seccomp``; see :mod:`._seccomp`). Without bubblewrap
-    the command runs as is (the uid switch then happens in :func:`run_command`).
+    bubblewrap loads before the command (``--seccomp``; see :mod:`._seccomp`); ``times_fd``: a
+    pipe the command's wrapper (:data:`TIMES_WRAPPER`, before the uid switch, so the command cannot
+    reach it when uids switch) writes the command's CPU times to. Without bubblewrap the command
+    runs as is (the uid switch then happens in :func:`run_command`).
     """
     inner = ["/bin/bash", "--noprofile", "--norc", "-c", command]
     if isolation.kind != "bwrap":
@@ -379,10 +389,33 @@ def build_argv(
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     argv += ["--chdir", str(cwd), "--"]
+    if times_fd is not None:
+        argv += ["/bin/bash", "--noprofile", "--norc", "-c", TIMES_WRAPPER.format(fd=times_fd), "ars-wrap"]
     if uid is not None:
         setpriv = isolation.setpriv_path or "setpriv"
         argv += [setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps=-all", "--"]
     return argv + inner
+
+
+TIMES_WRAPPER = 'exec {{e}}>&2 2>/dev/null; "$@" {fd}>&- 2>&$e {{e}}>&-; rc=$?; times >&{fd}; exit $rc'
+"""The bash script that runs a command under bubblewrap and reports its CPU times: bubblewrap's
+outer process exits without reaping its pid-1 helper, so ``wait4`` on it measures only itself
+(about 4 ms whatever the command does). The wrapper waits for the command (whose copy of the
+times pipe is closed), then writes bash's ``times`` (its children's user and system time) to the
+pipe and exits with the command's status; its own stderr goes to /dev/null so a killed command
+does not gain a shell's "Killed" line."""
+_TIMES = re.compile(r"(\d+)m([\d.]+)s (\d+)m([\d.]+)s")
+
+
+def _parse_times(text: bytes) -> float | None:
+    """Children's user + system seconds from bash ``times`` output (its second line), or ``None``
+    unless the text is exactly that (anything else, e.g. a forged write, is no measure)."""
+    lines = text.decode("ascii", "replace").splitlines()
+    if len(lines) != 2 or not all(_TIMES.fullmatch(line) for line in lines):
+        return None
+    m = _TIMES.fullmatch(lines[1])
+    assert m is not None
+    return int(m[1]) * 60 + float(m[2]) + int(m[3]) * 60 + float(m[4])
 
 
 _MEMORY_MARKERS = (
@@ -439,6 +472,7 @@ def run_command(
     live: LiveProcesses | None = None,
     on_start: Callable[[int, int], None] | None = None,
     watch: Callable[[], str | None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> CommandResult:
     """Run ``command`` (``bash -c``) in ``cwd`` under ``isolation`` and ``limits``.
 
@@ -449,7 +483,8 @@ def run_command(
     ``credentials`` and ``extra_env``. ``on_start(pid, stdout_fd)`` is called once the command
     started (``stdout_fd``: the pipe the caller reads its output from). ``watch`` is called about
     every :data:`WATCH_EVERY_S` while the command runs; a non-``None`` answer kills it and becomes
-    ``limit_hit``. Returns a
+    ``limit_hit``. ``cancel``: when set (the client cancelled the call), the command is killed
+    within about half a second and the result says ``cancelled``. Returns a
     :class:`CommandResult`; never raises for what the command does (a missing bash raises
     ``FileNotFoundError``).
     """
@@ -461,6 +496,7 @@ def run_command(
         seccomp_fd = os.memfd_create("ars-seccomp", os.MFD_CLOEXEC)
         os.write(seccomp_fd, no_userns_filter())
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
+    times_r, times_w = os.pipe2(os.O_CLOEXEC) if isolation.kind == "bwrap" else (None, None)
     argv = build_argv(
         isolation,
         command,
@@ -470,6 +506,7 @@ def run_command(
         uid=uid,
         seccomp_fd=seccomp_fd,
         tmp_bytes=(limits.tmp_mb or 0) * 1024 * 1024,
+        times_fd=times_w,
     )
     keep = limits.output_bytes
     kill_at = limits.output_kill_mb * 1024 * 1024
@@ -491,11 +528,16 @@ def run_command(
             extra_groups=[] if switch_here else None,
             preexec_fn=_preexec(limits, die_with_parent=isolation.kind != "bwrap"),
             close_fds=True,
-            pass_fds=(seccomp_fd,) if seccomp_fd is not None else (),
+            pass_fds=tuple(fd for fd in (seccomp_fd, times_w) if fd is not None),
         )
+    except BaseException:
+        if times_r is not None:
+            os.close(times_r)
+        raise
     finally:
-        if seccomp_fd is not None:
-            os.close(seccomp_fd)
+        for fd in (seccomp_fd, times_w):
+            if fd is not None:
+                os.close(fd)
     if live is not None:
         live.add(proc.pid, uid)
     if on_start is not None:
@@ -520,11 +562,15 @@ def run_command(
         next_watch = time.monotonic() + WATCH_EVERY_S
         return verdict
 
+    cancelled = False
     try:
         while open_streams:
             remaining = limit_wall - (time.monotonic() - t0)
             if remaining <= 0:
                 limit_hit = "wall_time"
+                break
+            if cancel is not None and cancel.is_set():
+                cancelled = True
                 break
             limit_hit = watched()
             if limit_hit:
@@ -544,12 +590,15 @@ def run_command(
                     limit_hit = "output"
                     open_streams = 0
                     break
-        while limit_hit is None:
+        while limit_hit is None and not cancelled:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() - t0 >= limit_wall:
                 limit_hit = "wall_time"
+                break
+            if cancel is not None and cancel.is_set():
+                cancelled = True
                 break
             limit_hit = watched()
             if limit_hit:
@@ -570,7 +619,18 @@ def run_command(
         proc.stdout.close()
         proc.stderr.close()
     duration = time.monotonic() - t0
-    cpu_used = (usage.ru_utime + usage.ru_stime) if usage is not None else 0.0
+    killed_here = cancelled or limit_hit is not None
+    cpu_s: float | None = None
+    if times_r is not None:
+        times = b""
+        with contextlib.suppress(OSError):
+            os.set_blocking(times_r, False)
+            times = os.read(times_r, 4096)
+        os.close(times_r)
+        cpu_s = None if killed_here else _parse_times(times)
+    elif usage is not None and not killed_here:
+        cpu_s = usage.ru_utime + usage.ru_stime
+    cpu_used = cpu_s if cpu_s is not None else 0.0
     exit_code = proc.returncode
     if limit_hit is None:
         limit_hit = _classify(exit_code, limits, cpu_used, bytes(bufs[2][-4096:]) + bytes(bufs[1][-1024:]))
@@ -588,8 +648,9 @@ def run_command(
         stderr_bytes=totals[2],
         duration_s=round(duration, 3),
         limit_hit=limit_hit,
-        cpu_s=round(cpu_used, 3),
-        max_rss_kb=usage.ru_maxrss if usage is not None else 0,
+        cpu_s=round(cpu_s, 3) if cpu_s is not None else None,
+        max_rss_kb=usage.ru_maxrss if usage is not None and times_r is None else 0,
+        cancelled=cancelled,
     )
 
 

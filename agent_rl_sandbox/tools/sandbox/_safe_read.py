@@ -141,3 +141,19 @@ def read_beneath(root: Path, rel: str, *, max_bytes: int = 8 << 20, timeout_s: f
     at most ``max_bytes`` and within ``timeout_s``. Raises :class:`UnsafeRead` naming the problem."""
     with open_beneath(root, rel) as fd:
         return read_fd(fd, max_bytes=max_bytes, timeout_s=timeout_s, name=rel)
+
+
+def split_text(data: bytes, *, at_eof: bool) -> tuple[bytes, bool]:
+    """``(data, binary)`` for a chunk read from a file: ``binary`` when it holds a NUL byte or is
+    not UTF-8 (the caller returns it base64-encoded instead of mojibake). A text chunk cut in the
+    middle of a character (``at_eof`` false: more of the file follows) loses the partial character,
+    so the next read (``offset + len(data)``) starts on a character boundary."""
+    if b"\0" in data:
+        return data, True
+    try:
+        data.decode("utf-8")
+        return data, False
+    except UnicodeDecodeError as e:
+        if not at_eof and e.reason == "unexpected end of data" and 0 < e.start >= len(data) - 3:
+            return data[: e.start], False
+        return data, True

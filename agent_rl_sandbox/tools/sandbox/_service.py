@@ -23,18 +23,23 @@ process (uvicorn, a worker, a test).
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
+import re
 import shutil
 import stat
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agent_rl_sandbox.schemas.reward import ClaimsBeforeEdit
+from agent_rl_sandbox.schemas.task import Limits
 from agent_rl_sandbox.schemas.tools import (
     CriterionBrief,
     EvalScoreInput,
@@ -49,6 +54,8 @@ from agent_rl_sandbox.schemas.tools import (
     SandboxFinishOutput,
     SandboxReadFileInput,
     SandboxReadFileOutput,
+    SandboxReadOutputInput,
+    SandboxReadOutputOutput,
     SandboxResetInput,
     SandboxResetOutput,
     SandboxStateInput,
@@ -60,6 +67,7 @@ from agent_rl_sandbox.schemas.tools import (
 from agent_rl_sandbox.schemas.trajectory import Observation, ObservationResult, ToolCall
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_readable
+from agent_rl_sandbox.tools._control import CallControl
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import FinalState, score_trajectory
 from agent_rl_sandbox.tools.evals._actions import (
@@ -90,7 +98,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     run_command,
     sandbox_uid,
 )
-from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd
+from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd, split_text
 from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
@@ -100,11 +108,62 @@ from agent_rl_sandbox.tools.store import SandboxRecord, Store
 log = logging.getLogger(__name__)
 
 
+SHORT_HOLD_WAIT_S = 5.0
+"""How long a changing call waits for a sandbox a read (``sandbox_state``'s snapshot) or idle
+reaping holds; a sandbox another changing call holds is answered busy at once."""
+_OUTPUT_LOG = re.compile(r"exec-[0-9a-f]{8}\.log")
+"""Name of a command's kept output under ``logs/`` (the only files :meth:`SandboxService.read_output` opens)."""
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_CACHES)
+
+
+@dataclass(frozen=True)
+class _Running:
+    """The changing call holding a sandbox now (for the busy error)."""
+
+    tool: str
+    what: str
+    started: float
+    """``time.monotonic()`` when it took the sandbox."""
+    expect_s: float | None
+    """Seconds it may run at most (a command's wall limit), when known."""
+
+
+def limit_detail(
+    limit_hit: str | None, wall: float, requested: float | None, limits: Limits, max_exec_seconds: float
+) -> str | None:
+    """A sentence saying which limit stopped a command and its value; for wall time also what
+    was asked for (``timeout_seconds``) and which cap applied (the task's ``wall_seconds`` or the
+    server's ``max_exec_seconds``), so an agent knows whether asking for more can help."""
+    if limit_hit is None:
+        return None
+    if limit_hit == "wall_time":
+        cap_name, cap = min(
+            (("the task's wall-time limit", limits.wall_seconds), ("the server's max_exec_seconds", max_exec_seconds)),
+            key=lambda c: c[1],
+        )
+        if requested is None:
+            return f"killed after the wall-time limit of {wall:g} s (no timeout_seconds given; {cap_name}, {cap:g} s)"
+        if requested <= cap:
+            return f"killed after the wall-time limit of {wall:g} s you asked for (timeout_seconds={requested:g})"
+        return (
+            f"killed after the wall-time limit of {wall:g} s: timeout_seconds={requested:g} was asked for, "
+            f"{cap_name} ({cap:g} s) caps it"
+        )
+    what = {
+        "cpu_time": f"killed at the CPU-time limit of {limits.cpu_seconds} s",
+        "memory": f"an allocation passed the memory limit of {limits.memory_mb} MiB",
+        "file_size": f"a file passed the file-size limit of {limits.file_size_mb} MiB",
+        "output": f"killed: an output stream passed {limits.output_kill_mb} MiB",
+        "processes": f"a fork passed the process limit of {limits.processes}",
+        "tmp_space": "/tmp is full (its tmpfs size limit)",
+        "disk": f"the sandbox passed its disk quota of {limits.disk_mb} MiB",
+        "files": "the sandbox passed its quota of files",
+    }
+    return what.get(limit_hit, f"stopped by the {limit_hit} limit")
 
 
 class SandboxService:
@@ -115,8 +174,9 @@ class SandboxService:
     trajectories belong to the caller that created it, and another caller's action is refused
     before anything is read, run or recorded (:mod:`._ownership`).
 
-    Thread-safe: one lock per sandbox serialises actions on the same sandbox; different sandboxes
-    proceed in parallel. Raises :class:`ActionError` (with a next step) for anything an agent can fix.
+    Thread-safe: one changing call (exec, write, claim, reset, finish) holds a sandbox at a time and a
+    second one is refused at once with a busy error (:meth:`_hold`); reads (read_file, state,
+    read_output) never wait for it; different sandboxes proceed in parallel. Raises :class:`ActionError` (with a next step) for anything an agent can fix.
     """
 
     def __init__(self, settings: Settings, store: Store | None = None):
@@ -130,6 +190,8 @@ class SandboxService:
         self._isolation_lock = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._running: dict[str, _Running] = {}
+        """sandbox id -> the changing call holding its lock now."""
         self.live = LiveProcesses()
         """Commands running now; :meth:`close` kills them all."""
         self.shims = ShimSet(settings.home / "shims")
@@ -226,6 +288,55 @@ class SandboxService:
         with self._locks_guard:
             return self._locks.setdefault(sandbox_id, threading.Lock())
 
+    @contextmanager
+    def _hold(self, sandbox_id: str, tool: str, what: str = "", expect_s: float | None = None) -> Iterator[None]:
+        """Hold the sandbox for one changing call (``tool`` on ``what``, expected to end within
+        ``expect_s`` seconds), or raise a busy :class:`ActionError` at once when another call holds
+        it: a client's parallel calls must not queue past its own deadline. Callers check the
+        sandbox's owner first, so the busy text (which names the running call) only reaches the
+        owner. Inside, the sandbox is re-read: a call that lost a race against ``sandbox_finish`` gets
+        sandbox advice, not a store error. Busy answers are not recorded (nothing happened)."""
+        lock = self._lock(sandbox_id)
+        if not lock.acquire(blocking=False):
+            # a read's snapshot or idle reaping holds it for a moment: wait for that, never for a changing call
+            if sandbox_id in self._running or not lock.acquire(timeout=SHORT_HOLD_WAIT_S):
+                raise self._busy(sandbox_id)
+        self._running[sandbox_id] = _Running(tool, what, time.monotonic(), expect_s)
+        try:
+            if tool != "sandbox_reset":
+                status = self.store.sandboxes.get(sandbox_id).status
+                if status != "open":
+                    raise ActionError(
+                        f"sandbox {sandbox_id} is {status} (another call ended it while this {tool} waited)",
+                        "call sandbox_reset with this sandbox_id to start a new episode, or with a task_id for a new "
+                        "sandbox",
+                    )
+            yield
+        finally:
+            self._running.pop(sandbox_id, None)
+            lock.release()
+
+    def _busy(self, sandbox_id: str) -> ActionError:
+        """The error for a changing call on a sandbox another call holds: which call, for how
+        long, and when to retry."""
+        run = self._running.get(sandbox_id)
+        if run is None:  # housekeeping (idle reaping) holds it for a moment
+            return ActionError(
+                f"sandbox {sandbox_id} is busy (the server is checking it)", "call again in about 1 second"
+            )
+        ran = time.monotonic() - run.started
+        what = f" `{run.what[:120]}`" if run.what else ""
+        if run.expect_s is not None:
+            left = max(run.expect_s - ran, 0.0) + 1
+            when = f"it ends within about {left:.0f} s; call again then"
+        else:
+            when = "call again in a few seconds"
+        return ActionError(
+            f"sandbox {sandbox_id} is busy: {run.tool}{what} has been running for {ran:.1f} s; one changing call "
+            "runs per sandbox at a time (nothing was done or recorded for this call)",
+            f"{when}; read-only calls (sandbox_read_file, sandbox_state, sandbox_read_output) answer meanwhile",
+        )
+
     def _mounts(self, rw: list[Path], ro: Sequence[Path] = ()) -> list[Mount]:
         """Mounts for one command, on top of the runner's allow-list (system folders and the
         interpreter, read-only; homes, ``/run`` and the rest of the host are never mounted): hide
@@ -315,7 +426,7 @@ class SandboxService:
             sandbox_id = inp.sandbox_id
             dirs = self._dirs(sandbox_id)
             uid = self.sandbox_uid(sandbox_id)
-            with self._lock(sandbox_id):
+            with self._hold(sandbox_id, "sandbox_reset", task.id):
                 if uid is not None:
                     kill_uid(uid)
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
@@ -337,8 +448,12 @@ class SandboxService:
             shutil.rmtree(dirs[d], ignore_errors=True)
             dirs[d].mkdir(parents=True)
         tree = wc.base_tree(base_commit)
+        agent_name = inp.agent_name
+        if agent_name is None and inp.sandbox_id is not None and row.session_id:
+            agent_name = self.store.trajectories.summary(row.session_id).agent.name
+        agent_name = agent_name or "unknown"
         traj = self.store.trajectories.start(
-            agent={"name": inp.agent_name},
+            agent={"name": agent_name},
             task_id=task.id,
             behaviour=task.config.behaviour,
             split=task.config.split,
@@ -382,6 +497,7 @@ class SandboxService:
             limits=task.config.limits,
             allowed_tools=task.config.tools.allowed,
             reset_ms=round((time.perf_counter() - t0) * 1000, 2),
+            agent_name=agent_name,
         )
 
     def _abandon(self, session_id: str) -> None:
@@ -614,10 +730,15 @@ class SandboxService:
         return [p for p in paths if task.config.protected_paths and covered(p, task.config.protected_paths)]
 
     # -- actions -------------------------------------------------------------------------------
-    def exec(self, inp: SandboxExecInput, caller: Caller = OPERATOR) -> SandboxExecOutput:
+    def exec(
+        self, inp: SandboxExecInput, caller: Caller = OPERATOR, control: CallControl | None = None
+    ) -> SandboxExecOutput:
         """Run a shell command in the sandbox under its isolation and limits; records a step.
 
-        A command matching one of the task's forbidden patterns is refused (and recorded)."""
+        A command matching one of the task's forbidden patterns is refused (and recorded). When
+        ``control`` is cancelled while the command runs (the client cancelled the call), the command
+        is killed and the step recorded with outcome ``cancelled``; ``control`` also learns the
+        command and its wall limit for progress reports."""
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         args = {"command": inp.command} | ({"timeout_seconds": inp.timeout_seconds} if inp.timeout_seconds else {})
         self._check_tool(row, task, "sandbox_exec", args)
@@ -656,7 +777,9 @@ class SandboxService:
         limits = task.config.limits
         wall = min(inp.timeout_seconds or limits.wall_seconds, limits.wall_seconds, self.settings.max_exec_seconds)
         uid = self.sandbox_uid(inp.sandbox_id)
-        with self._lock(inp.sandbox_id):
+        with self._hold(inp.sandbox_id, "sandbox_exec", inp.command, expect_s=wall):
+            if control is not None:
+                control.expect(wall, f"sandbox_exec `{inp.command[:80]}`")
             budget = self._budget(row, task, "sandbox_exec", args, dirs)
             clear_tool_caches(dirs["repo"])
             before = self._guarded(row, "sandbox_exec", args, wc.snapshot)
@@ -674,6 +797,7 @@ class SandboxService:
                     live=self.live,
                     on_start=fx.started,
                     watch=budget.watch,
+                    cancel=control.cancelled if control is not None else None,
                 )
             settled = self._guarded(row, "sandbox_exec", args, lambda: budget.settle(wc), command=res)
             after = settled.tree
@@ -691,16 +815,26 @@ class SandboxService:
         def bounded(text: str, total: int) -> str:
             if len(text) <= cap:
                 return text
-            return text[:cap] + f"\n[... {total - cap} more bytes cut ({total} in all); kept output: {output_path}]\n"
+            return (
+                text[:cap] + f"\n[... {total - cap} more bytes cut ({total} in all); page the kept output with "
+                "sandbox_read_output and this result's step_id]\n"
+            )
 
         stdout = bounded(res.stdout, res.stdout_bytes)
         stderr = bounded(res.stderr, res.stderr_bytes)
         limit_hit = res.limit_hit or settled.limit_hit
-        if limit_hit:
+        if res.cancelled:
+            outcome = "cancelled"
+        elif limit_hit:
             outcome = "limit"
         else:
             outcome = "ok" if res.exit_code == 0 else "error"
-        summary = f"exit {res.exit_code}" + (f" (killed: {res.limit_hit} limit)" if res.limit_hit else "")
+        detail = limit_detail(limit_hit, wall, inp.timeout_seconds, limits, self.settings.max_exec_seconds)
+        if res.cancelled:
+            detail = f"cancelled by the client after {res.duration_s:g} s; its processes were killed"
+            summary = f"exit {res.exit_code} ({detail})"
+        else:
+            summary = f"exit {res.exit_code}" + (f" (killed: {res.limit_hit} limit: {detail})" if res.limit_hit else "")
         if protected:
             summary += f" (warning: changed protected paths {protected})"
         if settled.note:
@@ -719,6 +853,9 @@ class SandboxService:
                 "duration_s": res.duration_s,
                 "cpu_s": res.cpu_s,
                 "limit_hit": limit_hit,
+                "limit_detail": detail,
+                "cancelled": res.cancelled,
+                "wall_limit_s": wall,
                 "usage_bytes": settled.usage_bytes,
                 "removed_git_entries": settled.removed_git,
                 "stdout_bytes": res.stdout_bytes,
@@ -729,6 +866,7 @@ class SandboxService:
                 "run_as_uid": uid,
                 "effects": fx.summary(),
             }
+            | ({"output_log": output_path.name} if output_path else {})
             | ({"trusted_run": trusted} if trusted is not None else {}),
         )
         return SandboxExecOutput(
@@ -740,6 +878,7 @@ class SandboxService:
             stderr_bytes=res.stderr_bytes,
             duration_s=res.duration_s,
             limit_hit=limit_hit,
+            limit_detail=detail,
             warning=settled.note or None,
             files_changed=changed[: self.settings.max_result_items],
             output_path=str(output_path) if output_path else None,
@@ -803,45 +942,104 @@ class SandboxService:
         args = {"path": inp.path, "offset": inp.offset, "max_bytes": inp.max_bytes}
         tool = "sandbox_read_file"
         self._check_tool(row, task, tool, args)
-        with self._lock(inp.sandbox_id):
-            target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=False)
-            if not os.path.lexists(target):
-                raise self._refuse(
-                    row,
-                    tool,
-                    args,
-                    ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"),
+        # No lock: reads answer while a changing call (a long command) holds the sandbox.
+        target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=False)
+        if not os.path.lexists(target):
+            raise self._refuse(
+                row,
+                tool,
+                args,
+                ActionError(f"{inp.path}: no such file", "call sandbox_state or run `ls` to see files"),
+            )
+        # resolve_inside checked the text and the links; the open itself walks every component
+        # with O_NOFOLLOW, so a folder swapped for a link after the check reads nothing outside.
+        rel_real = str(target.relative_to(dirs["repo"].resolve()))
+        try:
+            with open_beneath(dirs["repo"].resolve(), rel_real) as fd:
+                st = os.fstat(fd)
+                data = read_fd(
+                    fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=inp.path, offset=inp.offset, truncate=True
                 )
-            # resolve_inside checked the text and the links; the open itself walks every component
-            # with O_NOFOLLOW, so a folder swapped for a link after the check reads nothing outside.
-            rel_real = str(target.relative_to(dirs["repo"].resolve()))
-            try:
-                with open_beneath(dirs["repo"].resolve(), rel_real) as fd:
-                    st = os.fstat(fd)
-                    data = read_fd(
-                        fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=inp.path, offset=inp.offset, truncate=True
-                    )
-            except UnsafeRead as e:
-                raise self._refuse(
-                    row,
-                    tool,
-                    args,
-                    ActionError(
-                        str(e), "read a regular file inside the repo; use sandbox_exec `ls -l` to see what it is"
-                    ),
-                ) from None
-            self._touch(inp.sandbox_id)
+        except UnsafeRead as e:
+            raise self._refuse(
+                row,
+                tool,
+                args,
+                ActionError(str(e), "read a regular file inside the repo; use sandbox_exec `ls -l` to see what it is"),
+            ) from None
+        self._touch(inp.sandbox_id)
+        data, binary = split_text(data, at_eof=inp.offset + len(data) >= st.st_size)
         end = inp.offset + len(data)
         truncated = end < st.st_size
-        text = data.decode("utf-8", errors="replace")
-        step_id = self._record(row.session_id, tool, args, text, extra={"paths": [inp.path], "size_bytes": st.st_size})
+        if binary:
+            content = base64.b64encode(data).decode("ascii")
+            observed = f"[binary: {len(data)} bytes from offset {inp.offset}, returned base64-encoded]"
+        else:
+            content = observed = data.decode("utf-8")
+        step_id = self._record(
+            row.session_id,
+            tool,
+            args,
+            observed,
+            extra={"paths": [inp.path], "size_bytes": st.st_size} | ({"binary": True} if binary else {}),
+        )
         return SandboxReadFileOutput(
             step_id=step_id,
             path=inp.path,
-            content=text,
+            content=content,
             size_bytes=st.st_size,
             truncated=truncated,
             next_offset=end if truncated else None,
+            encoding="base64" if binary else "utf-8",
+            binary=binary,
+        )
+
+    def read_output(self, inp: SandboxReadOutputInput, caller: Caller = OPERATOR) -> SandboxReadOutputOutput:
+        """Page the kept output of one of this sandbox's commands whose result was cut (its
+        ``output_path``), by the step id of that ``sandbox_exec`` result, from the sandbox's current
+        episode (a reset starts a new one and drops the old outputs). Owner-checked like every
+        sandbox tool; the file is named by the server's own recorded step (provenance ``server``,
+        a fixed name pattern) and opened beneath the sandbox's log folder without following links,
+        so no step id or path reaches another sandbox's output. Read-only: answers while a command
+        runs; records a step while the episode is open."""
+        row = self._owned(inp.sandbox_id, caller)
+        found = self.store.trajectories.steps_page(row.session_id, inp.step_id - 1, 1) if row.session_id else []
+        step = found[0] if found and found[0].step_id == inp.step_id else None
+        name = step.extra.get("output_log") if step is not None and step.provenance == "server" else None
+        if not isinstance(name, str) or not _OUTPUT_LOG.fullmatch(name):
+            raise ActionError(
+                f"step {inp.step_id} of sandbox {inp.sandbox_id}'s current episode has no kept output",
+                "pass the step_id of a sandbox_exec result that has output_path set (outputs of earlier episodes "
+                "are removed on reset)",
+            )
+        logs = self._dirs(inp.sandbox_id)["logs"].resolve()
+        try:
+            with open_beneath(logs, name) as fd:
+                size = os.fstat(fd).st_size
+                data = read_fd(fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=name, offset=inp.offset, truncate=True)
+        except (UnsafeRead, FileNotFoundError):
+            raise ActionError(
+                f"the kept output of step {inp.step_id} is gone", "run the command again with sandbox_exec"
+            ) from None
+        data, binary = split_text(data, at_eof=inp.offset + len(data) >= size)
+        end = inp.offset + len(data)
+        truncated = end < size
+        if row.status == "open":
+            self._record(
+                row.session_id,
+                "sandbox_read_output",
+                {"step_id": inp.step_id, "offset": inp.offset, "max_bytes": inp.max_bytes},
+                f"read {len(data)} bytes of step {inp.step_id}'s kept output from offset {inp.offset}",
+                extra={"output_of_step": inp.step_id},
+            )
+        return SandboxReadOutputOutput(
+            step_id=inp.step_id,
+            content=base64.b64encode(data).decode("ascii") if binary else data.decode("utf-8"),
+            size_bytes=size,
+            truncated=truncated,
+            next_offset=end if truncated else None,
+            encoding="base64" if binary else "utf-8",
+            binary=binary,
         )
 
     def write_file(self, inp: SandboxWriteFileInput, caller: Caller = OPERATOR) -> SandboxWriteFileOutput:
@@ -853,7 +1051,7 @@ class SandboxService:
         tool = "sandbox_write_file"
         self._check_tool(row, task, tool, args)
         uid = self.sandbox_uid(inp.sandbox_id)
-        with self._lock(inp.sandbox_id):
+        with self._hold(inp.sandbox_id, tool, inp.path, expect_s=5.0):
             budget = self._budget(row, task, tool, args, dirs)
             target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=True)
             repo = dirs["repo"].resolve()
@@ -968,7 +1166,7 @@ class SandboxService:
                     "claim only the specific files you are about to edit",
                 ),
             )
-        with self._lock(inp.sandbox_id):
+        with self._hold(inp.sandbox_id, "sandbox_claim", " ".join(rels), expect_s=1.0):
             claims = list(dict.fromkeys([*self.store.sandboxes.get(inp.sandbox_id).claims, *rels]))
             self.store.sandboxes.update(inp.sandbox_id, claims=claims)
             self._touch(inp.sandbox_id)
@@ -988,10 +1186,19 @@ class SandboxService:
         dirs = self._dirs(inp.sandbox_id)
         wc = WorkingCopy(dirs["git"], dirs["repo"])
         cap = self.settings.max_result_items
+        lock = self._lock(inp.sandbox_id)
+        busy = None
+        tree = None
         if row.status == "open" and not Budget(dirs["root"], task.config.limits).over():
-            with self._lock(inp.sandbox_id):
-                tree = self._guarded(row, "sandbox_state", {}, wc.snapshot)
-        else:  # finished, or over its quota (not snapshotted again): the last recorded state
+            if lock.acquire(blocking=False):
+                try:
+                    tree = self._guarded(row, "sandbox_state", {}, wc.snapshot)
+                finally:
+                    lock.release()
+            else:  # a changing call runs: show the state before it rather than wait or race its snapshot
+                err = self._busy(inp.sandbox_id)
+                busy = f"{err.message}; the state shown is the last recorded one, from before it"
+        if tree is None:  # finished, over its quota (not snapshotted again) or busy: the last recorded state
             traj = self.store.trajectories.get(row.session_id)
             tree = next((s.state_ref for s in reversed(traj.steps) if s.state_ref), wc.base_tree(row.base_commit))
         changed = wc.changed_between(wc.base_tree(row.base_commit), tree)
@@ -1019,6 +1226,7 @@ class SandboxService:
             isolation_kind=row.isolation,
             run_as_uid=self.sandbox_uid(inp.sandbox_id) if same else None,
             protected_paths_touched=self._protected(task, changed)[:cap],
+            busy=busy,
         )
 
     # -- finish and scoring --------------------------------------------------------------------
@@ -1048,7 +1256,7 @@ class SandboxService:
         stays in git)."""
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         sid = row.session_id
-        with self._lock(inp.sandbox_id):
+        with self._hold(inp.sandbox_id, "sandbox_finish", expect_s=task.config.limits.wall_seconds + 5):
             budget = Budget(dirs["root"], task.config.limits)
             try:  # over a limit, or git failing on what the agent left: closed unscored, never stuck
                 settled = None if budget.refusal() else budget.settle(wc)

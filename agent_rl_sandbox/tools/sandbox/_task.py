@@ -113,10 +113,29 @@ def load_task(root: Path) -> Task:
     return Task(
         root=root.resolve(),
         config=config,
-        instruction=instr_path.read_text(encoding="utf-8"),
+        instruction=dedent_instruction(instr_path.read_text(encoding="utf-8")),
         reward_spec=spec,
         checks=checks,
     )
+
+
+def dedent_instruction(text: str) -> str:
+    """``text`` without the indentation of its first non-blank line, removed from every line (at
+    most that many leading spaces or tabs each): Markdown renders an indented heading as a code
+    block, and 11 of the 30 built-in instructions are indented by 4 spaces on their first lines
+    only (later paragraphs start at column 0, so :func:`textwrap.dedent` alone changes nothing).
+    Deeper indentation (nested lists, code) keeps what is left. The files stay as they are
+    (they are sha256-pinned fixtures); this runs where instructions are loaded."""
+    lines = text.split("\n")
+    first = next((line for line in lines if line.strip()), "")
+    n = len(first) - len(first.lstrip(" \t"))
+    if n == 0:
+        return text
+    out = []
+    for line in lines:
+        lead = len(line) - len(line.lstrip(" \t"))
+        out.append(line[min(lead, n) :])
+    return "\n".join(out)
 
 
 def discover_tasks(extra_dirs: tuple[Path, ...] = ()) -> tuple[dict[str, Task], list[str]]:

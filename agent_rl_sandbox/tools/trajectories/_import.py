@@ -341,7 +341,7 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
             )
             step["extra"]["unpaired_results"] = [r["content"] for r in loose]
         outcome = rl.get("outcome")
-        if outcome in ("ok", "error", "refused", "limit", "unknown") and not (
+        if outcome in ("ok", "error", "refused", "limit", "cancelled", "unknown") and not (
             step.get("tool_calls") and len(step["_results"]) < len(step["tool_calls"])
         ):
             step["outcome"] = outcome
