@@ -426,8 +426,8 @@ CANCEL_GRACE_S = 10.0
 async def run_slow(ctx: Context, fn: Callable[[], BaseModel], control: CallControl, name: str) -> BaseModel:
     """Run ``fn`` in a worker thread while sending progress (elapsed seconds, of the total the
     domain expects, every :data:`PROGRESS_EVERY_S`; a no-op without a progress token) and
-    watching for cancellation: when the client cancels (the SDK cancels this task on
-    ``notifications/cancelled``, or only sets ``ctx.cancel_requested``), ``control`` is cancelled
+    watching for cancellation: when the client cancels (the SDK's dispatcher cancels this task's
+    scope on ``notifications/cancelled``, its default ``interrupt`` mode), ``control`` is cancelled
     and the worker gets up to :data:`CANCEL_GRACE_S` to kill the command and record the step
     before the cancellation goes on (its result is never sent)."""
     done = threading.Event()
@@ -448,18 +448,14 @@ async def run_slow(ctx: Context, fn: Callable[[], BaseModel], control: CallContr
             total, what = control.expected()
             elapsed = round(time.monotonic() - t0, 1)
             limit = f" of at most {total:g} s" if total else ""
-            await ctx.report_progress(elapsed, total, f"{what or name} running: {elapsed:g} s{limit}")
-
-    async def peer_cancel() -> None:
-        event = getattr(ctx, "cancel_requested", None)
-        if event is not None:
-            await event.wait()
-            control.cancel()
+            try:
+                await ctx.report_progress(elapsed, total, f"{what or name} running: {elapsed:g} s{limit}")
+            except Exception:  # noqa: BLE001 - a progress note the transport cannot send is not the call's failure
+                log.debug("progress notification for %s not sent", name, exc_info=True)
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(heartbeat)
-            tg.start_soon(peer_cancel)
             await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
             tg.cancel_scope.cancel()
     except anyio.get_cancelled_exc_class():

@@ -397,13 +397,15 @@ def build_argv(
     return argv + inner
 
 
-TIMES_WRAPPER = 'exec {{e}}>&2 2>/dev/null; "$@" {fd}>&- 2>&$e {{e}}>&-; rc=$?; times >&{fd}; exit $rc'
+TIMES_WRAPPER = 'unset SHLVL; exec {{e}}>&2 2>/dev/null; "$@" {fd}>&- 2>&$e {{e}}>&-; rc=$?; times >&{fd}; exit $rc'
 """The bash script that runs a command under bubblewrap and reports its CPU times: bubblewrap's
 outer process exits without reaping its pid-1 helper, so ``wait4`` on it measures only itself
 (about 4 ms whatever the command does). The wrapper waits for the command (whose copy of the
 times pipe is closed), then writes bash's ``times`` (its children's user and system time) to the
 pipe and exits with the command's status; its own stderr goes to /dev/null so a killed command
-does not gain a shell's "Killed" line."""
+does not gain a shell's "Killed" line, and it unsets ``SHLVL`` so the command's environment is
+byte for byte what it was without the wrapper (the hidden checks' child, started without it,
+must look the same to agent code)."""
 _TIMES = re.compile(r"(\d+)m([\d.]+)s (\d+)m([\d.]+)s")
 
 
