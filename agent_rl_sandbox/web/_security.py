@@ -100,7 +100,8 @@ class WebConfig:
     @property
     def allowed_hosts(self) -> frozenset[str]:
         """``Host`` header values accepted (lower case)."""
-        hosts = {f"{self.host}:{self.port}"}
+        bound = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        hosts = {f"{bound}:{self.port}"}
         if is_loopback(self.host):
             hosts |= {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
         return frozenset(h.lower() for h in (*hosts, *self.extra_hosts))

@@ -214,6 +214,8 @@ def test_binding_beyond_loopback_needs_the_flag_and_a_configured_token():
     cfg = WebConfig(host="0.0.0.0", allow_remote=True, token=TOKEN, token_configured=True, extra_hosts=("box:8765",))
     assert cfg.allowed_hosts == {"0.0.0.0:8765", "box:8765"}
     assert csrf_token(cfg) != csrf_token(WebConfig(token=TOKEN))  # a per-process key
+    v6 = WebConfig(host="::1", port=8000)
+    assert "[::1]:8000" in v6.allowed_hosts and v6.url.startswith("http://[::1]:8000/?token=")
     env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_SANDBOX_UI_TOKEN"}
     r = CliRunner().invoke(cli_app, ["ui", "--host", "0.0.0.0", "--port", "0"], env=env)
     assert r.exit_code == 2 and "--allow-remote" in r.output
