@@ -196,8 +196,8 @@ class SandboxService:
         """Commands running now; :meth:`close` kills them all."""
         self.shims = ShimSet(settings.home / "shims")
         """Server-owned recorders bound over the tools of :data:`~._shims.SHIMMED_TOOLS` (effects)."""
-        self._downloads: dict[str, list[str]] = {}
-        """session id -> files its commands saved downloads to (from the effect records)."""
+        self._downloads: dict[str, tuple[int, list[str]]] = {}
+        """session id -> (steps read, files its commands saved downloads to, from the effect records)."""
         self._last_reap = 0.0
         self._harden_home()
 
@@ -606,19 +606,24 @@ class SandboxService:
         return self.store.trajectories.append_steps(session_id, [step])[0].step_id
 
     def _saved_downloads(self, session_id: str) -> list[str]:
-        """Files this episode's commands saved downloads to (kept per session; rebuilt from the
-        recorded steps after a restart). The returned list is the cached one: append to it."""
-        if session_id not in self._downloads:
-            steps = self.store.trajectories.get(session_id).steps
-            self._downloads[session_id] = saved_downloads(
+        """Files this episode's commands saved downloads to, from its recorded steps. Kept per
+        session and brought up to date, at each call, with the steps recorded since (by this process
+        or by another server process sharing the home, ``serve --http --workers N``): one read of
+        the new steps only. The returned list is the cached one: append to it."""
+        seen, names = self._downloads.get(session_id, (0, []))
+        new = self.store.trajectories.steps_page(session_id, seen, 1_000_000)
+        if new or session_id not in self._downloads:
+            found = saved_downloads(
                 [
                     r
-                    for s in steps
+                    for s in new
                     if isinstance(s.extra.get("effects"), dict)
                     for r in s.extra["effects"].get("records") or []
                 ]
             )
-        return self._downloads[session_id]
+            names.extend(n for n in found if n not in names)
+            self._downloads[session_id] = (seen + len(new), names)
+        return names
 
     def _refuse(self, row: SandboxRecord, tool: str, args: dict, err: ActionError) -> ActionError:
         self._record(
