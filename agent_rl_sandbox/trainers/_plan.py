@@ -117,10 +117,10 @@ def count_rows(path: str | Path) -> int:
         return 0
 
 
-def _coerce(name: str, value: Any, want: type, trainer: str) -> Any:
+def _coerce(name: str, value: Any, want: type) -> Any:
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if want is bool and not isinstance(value, bool) or want is not bool and isinstance(value, bool):
+    if (want is bool) != isinstance(value, bool):  # a bool where a number is wanted, or the reverse
         raise PlanError(f"spec.hyperparameters.{name} must be {want.__name__}, got {value!r}. Next step: fix its type")
     if not isinstance(value, want):
         raise PlanError(f"spec.hyperparameters.{name} must be {want.__name__}, got {value!r}. Next step: fix its type")
@@ -187,7 +187,7 @@ def plan_from_job(doc: dict[str, Any]) -> TrainPlan:
                 f"spec.hyperparameters.{name} is not a {trainer} hyperparameter this trainer knows. "
                 f"Next step: use one of {', '.join(sorted(known))}"
             )
-        hp[name] = _coerce(name, value, known[name], trainer)
+        hp[name] = _coerce(name, value, known[name])
         sources[name] = "spec.hyperparameters"
 
     caps = spec.get("caps") or {}

@@ -14,8 +14,9 @@
    tokens per second, final loss and reward).
 
 ``agentic_grpo`` takes its ``environment_factory`` and reward functions from
-``agent_rl_sandbox.trainers.agentic.trainer_kwargs(plan, paths)`` (the sandbox environment), and is
-refused with a clear message while that module is absent.
+``agent_rl_sandbox.trainers.agentic.trainer_kwargs(plan, paths)`` (the sandbox environment; a dict
+of ``GRPOTrainer`` keyword arguments, which may also replace the common ones such as
+``train_dataset``), and is refused with a clear message while that module is absent.
 
 Raises :class:`~._plan.PlanError`, :class:`~._data.DataError` (preflight included),
 :class:`~._gpu.NeedsGpuError` or :class:`TrainingRefused` (GRPO with zero reward variance for too
@@ -116,7 +117,13 @@ def trainer_config(plan: TrainPlan, paths: RunPaths, *, cuda: bool) -> Any:
         kw["include_num_input_tokens_seen"] = "non_padding"
     if "max_steps" in plan.hyperparameters:
         kw["max_steps"] = min(int(plan.hyperparameters["max_steps"]), plan.max_steps_cap)
-    return cls[plan.trainer](**kw)
+    try:
+        return cls[plan.trainer](**kw)
+    except ValueError as exc:  # TRL's own checks (e.g. a generation batch not divisible by num_generations)
+        first = " ".join(str(exc).split())[:400]
+        raise PlanError(
+            f"TRL refused the {plan.trainer} configuration: {first}. Next step: fix spec.hyperparameters"
+        ) from None
 
 
 def _load_model(plan: TrainPlan, *, cuda: bool) -> Any:
@@ -216,7 +223,7 @@ def build_trainer(
         return DPOTrainer(**common)
     if plan.trainer == "kto":
         return KTOTrainer(**common)
-    return GRPOTrainer(**common, **_grpo_kwargs(plan, paths, reward_funcs))
+    return GRPOTrainer(**{**common, **_grpo_kwargs(plan, paths, reward_funcs)})  # agentic may replace e.g. the dataset
 
 
 def run_training(
@@ -237,7 +244,9 @@ def run_training(
     started = time.monotonic()
     trainer = build_trainer(plan, paths, cuda=cuda, callbacks=callbacks, reward_funcs=reward_funcs)
     setup_s = time.monotonic() - started
+    cpu0 = time.process_time()
     result = trainer.train()
+    train_cpu_s = time.process_time() - cpu0  # this process's CPU seconds: robust to a shared machine's load
     if guard is not None and guard.refused:
         plot_metrics(paths.metrics, paths.plot, title=f"{plan.job_id} {plan.trainer} (refused)")
         raise TrainingRefused(guard.refused)
@@ -259,6 +268,8 @@ def run_training(
         "setup_s": round(setup_s, 3),
         "tokens": tokens,
         "tokens_per_s": round(tokens / runtime, 2) if runtime > 0 and tokens else None,
+        "train_cpu_s": round(train_cpu_s, 3),
+        "tokens_per_cpu_s": round(tokens / train_cpu_s, 2) if train_cpu_s > 0 and tokens else None,
         "final_loss": last.get("loss"),
         "final_reward": last.get("reward"),
         "trainable_parameters": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),

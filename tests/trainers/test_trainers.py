@@ -186,3 +186,13 @@ def test_configs_are_cpu_safe_and_lora_defaults_to_all_linear(tmp_path):
         assert lc.target_modules == "all-linear" or set(lc.target_modules) == {"all-linear"}
     sft = trainer_config(plan_from_job(job_doc("sft", "/m", "/d")), RunPaths.in_dir(tmp_path), cuda=False)
     assert sft.assistant_only_loss and sft.max_length == 1024
+
+
+def test_a_configuration_trl_refuses_is_a_plan_error_not_a_crash(tmp_path):
+    from agent_rl_sandbox.trainers._plan import PlanError
+
+    plan = plan_from_job(job_doc("grpo", "/m", "/d.jsonl", num_generations=3))  # batch 2 is not divisible by 3
+    with pytest.raises(
+        PlanError, match="TRL refused the grpo configuration: .*num_generations.*fix spec.hyperparameters"
+    ):
+        trainer_config(plan, RunPaths.in_dir(tmp_path), cuda=False)
