@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_rl_sandbox.schemas.reward import (
     EvalReport,
@@ -21,7 +21,6 @@ from agent_rl_sandbox.schemas.reward import (
     RewardSpec,
     ScoreReport,
 )
-from agent_rl_sandbox.schemas.tools import EvalScoreInput, EvalScoreOutput
 from agent_rl_sandbox.schemas.trajectory import TrajectorySummary
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_document
@@ -40,6 +39,9 @@ from agent_rl_sandbox.tools.evals._scoring import score_trajectory
 from agent_rl_sandbox.tools.formats.atif import STORE_SCORE_KEY, claims, read_document
 from agent_rl_sandbox.tools.formats.signing import verify
 from agent_rl_sandbox.tools.formats.suite import STORE_SCORE_FIELD, STORE_VERDICT_KIND
+
+if TYPE_CHECKING:  # the MCP tool schemas: only score_store needs them, so a suite never imports them
+    from agent_rl_sandbox.schemas.tools import EvalScoreInput, EvalScoreOutput
 
 STORE_PAGE = 500
 MAX_STORE_TRAJECTORIES = 100_000
@@ -412,6 +414,8 @@ def score_store(
             if not page or offset >= total:
                 break
         ids = sorted(set(ids))
+    from agent_rl_sandbox.schemas.tools import EvalScoreInput
+
     scores: list[ScoreReport] = []
     for sid in ids:  # (no paused_gc: store reads are I/O-bound)
         try:

@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import jsonschema
-
 from agent_rl_sandbox.schemas.reward import (
     DEFAULT_TAMPER_GLOBS,
     DEFAULT_TEST_PATTERN,
@@ -543,6 +541,8 @@ def _artifact_schema(c: ArtifactSchema, ctx: _Ctx) -> CriterionResult:
         doc = json.loads(bytes(data))
     except (ValueError, RecursionError) as e:
         return _result(c, False, f"{c.path} is not JSON: {e}", Evidence(paths=[c.path]))
+    import jsonschema  # here, not at import: scoring a suite never needs it (about 40 ms of start-up)
+
     try:
         cls = jsonschema.validators.validator_for(c.json_schema)
         cls.check_schema(c.json_schema)

@@ -76,13 +76,13 @@ def test_small_floats_are_detected_wherever_orjson_may_place_them():
 
 
 @pytest.mark.parametrize(("suite", "golden"), CASES, ids=IDS)
-def test_lean_cli_gives_the_golden_bytes_without_typer_rich_or_sqlalchemy(suite, golden, tmp_path):
+def test_lean_cli_gives_the_golden_bytes_without_typer_rich_sqlalchemy_or_jsonschema(suite, golden, tmp_path):
     code = (
         "import sys\n"
         f"sys.argv = ['agent-rl-sandbox', 'score', {str(suite)!r}, '--json', '--out', {str(tmp_path / 'r.json')!r}]\n"
         "from agent_rl_sandbox.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-        "heavy = sorted(m for m in ('sqlalchemy', 'typer', 'rich', 'click') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('sqlalchemy', 'typer', 'rich', 'click', 'jsonschema', 'agent_rl_sandbox.schemas.tools') if m in sys.modules)\n"
         "sys.stderr.write(f'exit={code} heavy={heavy}')\n"
     )
     env = {**os.environ, "AGENT_RL_SANDBOX_HOME": str(tmp_path / "home")}
