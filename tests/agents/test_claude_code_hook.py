@@ -365,3 +365,41 @@ def test_the_hook_process_imports_nothing_heavy(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert '"hook_event_name":"Stop"' in (tmp_path / "home" / "hooks" / "queue.jsonl").read_text()
+
+
+def test_evidence_criteria_pass_on_a_hook_trajectory(store, tmp_path):
+    """The final message read from the transcript (the Stop carries none) backs a test run the hook
+    recorded, so ``final_message_evidence`` passes on a hook trajectory."""
+    from agent_rl_sandbox.agents.hooks import enrich
+    from agent_rl_sandbox.schemas.reward import RewardSpec
+    from agent_rl_sandbox.tools.evals import score_trajectory
+
+    transcript = tmp_path / "t.jsonl"
+    last = {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Fixed. `python -m pytest -q`: 4 passed."}],
+        },
+    }
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"role": "user", "content": "fix it"}}) + "\n" + json.dumps(last) + "\n"
+    )
+    cmd = {"command": "python -m pytest -q", "description": "Run the tests"}
+    result = {"stdout": "....\n4 passed in 0.05s", "stderr": "", "interrupted": False, "isImage": False}
+    for ev in (
+        payload("SessionStart"),
+        payload("UserPromptSubmit"),
+        payload("PreToolUse", tool_name="Bash", tool_input=cmd, tool_use_id="b1"),
+        payload("PostToolUse", tool_name="Bash", tool_input=cmd, tool_use_id="b1", tool_response=result),
+        payload("Stop", stop_hook_active=False, last_assistant_message=None, transcript_path=str(transcript)),
+        payload("SessionEnd"),
+    ):
+        record_event(store, enrich(ev))
+    t = only_trajectory(store)
+    assert t.final_message == "Fixed. `python -m pytest -q`: 4 passed."
+    spec = RewardSpec.model_validate(
+        {"criteria": [{"id": "ev", "type": "final_message_evidence"}], "aggregation": "all"}
+    )
+    (c,) = score_trajectory(t, spec).criteria
+    assert c.status == "pass", c.explanation
