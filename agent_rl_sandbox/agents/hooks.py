@@ -96,11 +96,13 @@ def _text_blocks(content: object, kinds: tuple[str, ...]) -> str:
 
 
 def _line_turn(obj: object) -> tuple[str, str] | None:
-    """``("assistant", text)`` or ``("user", text)`` for a transcript line that is a message, else None.
+    """What a transcript line is, for finding the turn's final message: ``("assistant", text)``,
+    ``("user", text)``, ``("tool", "")`` (a tool call or result: the turn was still working), or
+    None (anything else: metadata, summaries, sidechains, unknown kinds).
 
-    Claude Code lines are ``{"type": "assistant"|"user", "message": {"content": ...}}`` (a user line
-    whose content is only ``tool_result`` blocks is a tool result, not a prompt); Codex rollout lines are
-    ``{"type": "response_item", "payload": {"type": "message", "role": ..., "content": [...]}}`` or
+    Claude Code lines are ``{"type": "assistant"|"user", "message": {"content": ...}}`` (``tool_use``
+    and ``tool_result`` blocks are tool lines); Codex rollout lines are ``{"type": "response_item",
+    "payload": {"type": "message"|"function_call"|"function_call_output"|..., ...}}`` or
     ``{"type": "event_msg", "payload": {"type": "agent_message"|"user_message", "message": ...}}``."""
     if not isinstance(obj, dict):
         return None
@@ -108,25 +110,35 @@ def _line_turn(obj: object) -> tuple[str, str] | None:
     if kind in ("assistant", "user") and isinstance(obj.get("message"), dict):
         if obj.get("isSidechain") or obj.get("isMeta"):
             return None
-        text = _text_blocks(obj["message"].get("content"), ("text",))
+        content = obj["message"].get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content
+        ):
+            return ("tool", "")
+        text = _text_blocks(content, ("text",))
         return (kind, text) if text else None
     payload = obj.get("payload")
     if not isinstance(payload, dict):
         return None
-    if kind == "response_item" and payload.get("type") == "message" and payload.get("role") in ("assistant", "user"):
+    ptype = payload.get("type")
+    if kind == "response_item" and ptype == "message" and payload.get("role") in ("assistant", "user"):
         text = _text_blocks(payload.get("content"), ("output_text", "input_text", "text"))
         return (payload["role"], text) if text else None
-    if kind == "event_msg" and payload.get("type") in ("agent_message", "user_message"):
+    if kind == "response_item" and isinstance(ptype, str) and ptype.endswith(("_call", "_call_output")):
+        return ("tool", "")
+    if kind == "event_msg" and ptype in ("agent_message", "user_message"):
         msg = payload.get("message")
         if isinstance(msg, str) and msg:
-            return ("assistant" if payload["type"] == "agent_message" else "user", msg)
+            return ("assistant" if ptype == "agent_message" else "user", msg)
     return None
 
 
 def transcript_final_message(path: str | os.PathLike[str]) -> str | None:
-    """The last assistant text of the current turn in a Claude Code transcript or Codex rollout
-    (JSONL), or None when the turn has none (the last message is the user's) or the file cannot be
-    read. Reads only the last :data:`TRANSCRIPT_TAIL_BYTES`; never raises."""
+    """The final assistant text of the current turn in a Claude Code transcript or Codex rollout
+    (JSONL): the last message line, when it is the assistant's. None when the last message is the
+    user's, when a tool call or result comes after the last assistant text (that text was said
+    mid-turn; the final one is not written yet), or when the file cannot be read. Reads only the
+    last :data:`TRANSCRIPT_TAIL_BYTES`; never raises."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -152,7 +164,9 @@ def enrich(event: dict) -> dict:
     SubagentStop or SessionEnd without one, from ``transcript_path`` (``final_message_from``
     says so)."""
     if event.get("hook_event_name") in _ENDS and not event.get("last_assistant_message"):
-        path = event.get("transcript_path")
+        # a subagent's own transcript, when the event names it; never the main session's for a subagent
+        key = "agent_transcript_path" if event.get("hook_event_name") == "SubagentStop" else "transcript_path"
+        path = event.get(key)
         if isinstance(path, str) and path:
             found = transcript_final_message(path)
             if found:

@@ -403,3 +403,31 @@ def test_evidence_criteria_pass_on_a_hook_trajectory(store, tmp_path):
     )
     (c,) = score_trajectory(t, spec).criteria
     assert c.status == "pass", c.explanation
+
+
+def test_a_mid_turn_text_is_not_taken_for_the_final_message(tmp_path):
+    """When the transcript's last lines are a tool call and its result, the assistant text before them
+    was said mid-turn: no final message is read (rather than a wrong one)."""
+    from agent_rl_sandbox.agents.hooks import transcript_final_message
+
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "fix the bug"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Let me run the tests."}]}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}},
+        {"type": "summary", "summary": "x"},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert transcript_final_message(path) is None
+    path.write_text(
+        path.read_text()
+        + json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}})
+        + "\n{cut"
+    )
+    assert transcript_final_message(path) == "Done."  # a half-written last line is skipped
+    assert transcript_final_message(tmp_path / "missing.jsonl") is None
+    from agent_rl_sandbox.agents.hooks import enrich
+
+    sub = enrich({"hook_event_name": "SubagentStop", "transcript_path": str(path)})
+    assert "last_assistant_message" not in sub  # the main transcript is not the subagent's
