@@ -75,8 +75,11 @@ def test_codex_and_claude_sessions_with_one_id_stay_apart(tmp_path):
 
 
 def test_final_message_from_a_codex_rollout(tmp_path):
-    rollout = next(ROLLOUT.glob("rollout-*.jsonl"))
+    rollout = ROLLOUT / "rollout-2026-11-21T10-00-00-019a2d7a.jsonl"
     assert transcript_final_message(rollout).startswith("Added test_full_discount; it fails")
+    # a rollout whose content is only in event_msg records (no response_item twins)
+    event_only = ROLLOUT / "rollout-2025-10-28T09-00-00-0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b.event-only.jsonl"
+    assert transcript_final_message(event_only) == "Fixed: `run_sync` -> `run_blocking` in src/lib.rs; 12 tests pass."
     # A Stop with a null last_assistant_message (the schema allows it) takes it from the rollout.
     copy = tmp_path / "rollout.jsonl"
     shutil.copy(rollout, copy)
