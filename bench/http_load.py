@@ -115,6 +115,11 @@ def servers(db_url: str, tmp: Path, count: int = 2, env_extra: dict[str, str] | 
                     raise RuntimeError(f"server {url} not healthy within 60 s; see {tmp}/server*.log")
                 time.sleep(0.1)
         yield urls
+    except BaseException:
+        for i in range(len(procs)):  # the servers' side of a failure, before the folder goes
+            tail = (tmp / f"server{i}.log").read_text(errors="replace")[-3000:]
+            print(f"--- server{i}.log (tail) ---\n{tail}", file=sys.stderr)
+        raise
     finally:
         for proc in procs:
             proc.terminate()

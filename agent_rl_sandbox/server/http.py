@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
+KEEP_ALIVE_S = 75
+"""Seconds uvicorn keeps an idle connection open (its default, 5 s, races clients that reuse one)."""
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 
@@ -218,6 +220,9 @@ def serve_http(settings: Settings, host: str = "127.0.0.1", port: int = DEFAULT_
         port=port,
         log_level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "info").lower(),
         timeout_graceful_shutdown=10,
+        # longer than a load balancer's idle timeout (60 s is common), so the server never closes a
+        # kept-alive connection while a client or proxy is sending the next request on it
+        timeout_keep_alive=KEEP_ALIVE_S,
         server_header=False,
     )
     if workers > 1:

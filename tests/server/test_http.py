@@ -211,3 +211,41 @@ async def test_every_action_is_attributed_to_the_identity(tmp_path):
         }
     finally:
         store.close()
+
+
+async def test_a_kill_switch_pull_is_attributed_to_the_identity(tmp_path):
+    from sqlalchemy import insert
+
+    from agent_rl_sandbox.tools.store._common import utcnow
+    from agent_rl_sandbox.tools.store._schema import adapters
+
+    svc = _svc(tmp_path, vllm_base_model="base-model")
+    a, tok = IdentityRegistry(svc.store.engine).add("alice")
+    job = svc.jobs.repo.add(
+        requester="operator", spec={}, spec_hash="0" * 64, expires_at="2999-01-01T00:00:00.000000Z",
+        trainer="sft", behaviour="claim-before-edit", actor="human",
+    )  # fmt: skip
+    now = utcnow()
+    with svc.store.engine.begin() as conn:  # a deployed adapter, as a human's deploy leaves it
+        conn.execute(
+            insert(adapters).values(
+                adapter_id="adp_1",
+                behaviour="claim-before-edit",
+                base_model="base-model",
+                job_id=job.job_id,
+                spec_hash="0" * 64,
+                path=str(tmp_path),
+                content_hash="0" * 64,
+                state="deployed",
+                served_name="claim-before-edit-adp_1",
+                created_at=now,
+                updated_at=now,
+            )  # fmt: skip
+        )
+    with running_server(svc) as base:
+        async with client(base, tok) as c:
+            res = await c.call_tool("adapter_disable", {"behaviour": "claim-before-edit", "reason": "looks wrong"})
+    assert not res.is_error, _text(res)
+    reg = svc.adapters
+    last = reg.events("adp_1")[-1]
+    assert (last.actor, last.who, last.to_state, last.reason) == ("agent", a.identity_id, "disabled", "looks wrong")
