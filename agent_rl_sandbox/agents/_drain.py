@@ -13,7 +13,10 @@ One drainer runs at a time per home (``<home>/hooks/drain.lock``, ``flock``). It
    batch for the next drain: **no event is lost**. An event that fails for any other reason (a bug,
    a malformed event) is appended, redacted, to ``<home>/hooks/failed-events.jsonl`` with the error,
    so one bad event never blocks the rest; so is an event that arrived after its session ended;
-4. with ``linger_s``, wait that long for more events before exiting (one process and one store
+4. before leaving, finish the hook trajectories idle for ``AGENT_RL_SANDBOX_IDLE_SECONDS`` (default an
+   hour; :func:`finish_idle`): Codex sends no SessionEnd and a crashed client sends none either, so
+   without this their last turn's end would stay pending and the trajectory running forever;
+5. with ``linger_s``, wait that long for more events before exiting (one process and one store
    connection serve a burst of hook events; the background drainer lingers
    ``AGENT_RL_SANDBOX_HOOK_LINGER`` seconds, default 20). Before exiting it releases the lock and
    looks once more, so an event queued while it was leaving is never stranded.
@@ -53,6 +56,8 @@ class DrainReport:
     problems: list[str] = field(default_factory=list)
     locked_out: bool = False
     """Another drainer held the lock (nothing was done)."""
+    finished_idle: int = 0
+    """Hook trajectories finished because their session went idle (:func:`finish_idle`)."""
 
 
 def _transient(e: BaseException) -> bool:
@@ -138,6 +143,32 @@ def _fold_batch(store, folder: Path, batch: Path, report: DrainReport) -> bool:
     return True
 
 
+def finish_idle(store, idle_s: float, report: DrainReport) -> int:
+    """Finish hook trajectories with no activity for ``idle_s`` seconds as if their session had
+    ended (a SessionEnd with ``reason: "idle"``: pending calls become ``unknown`` steps, the pending
+    end of turn is written, its message becomes the final message). Returns how many were finished."""
+    from datetime import UTC, datetime, timedelta
+
+    from agent_rl_sandbox.agents.claude_code.hook import CLIENTS, record_event
+
+    before = (datetime.now(UTC) - timedelta(seconds=idle_s)).isoformat()
+    done = 0
+    for _sid, origin, external_id in store.trajectories.idle_hook_sessions(before):
+        client = next((c for c in CLIENTS.values() if c.origin == origin), None)
+        if client is None or not external_id.startswith(client.external_prefix):
+            continue
+        csid = external_id[len(client.external_prefix) :]
+        try:
+            res = record_event(
+                store, {"hook_event_name": "SessionEnd", "session_id": csid, "reason": "idle"}, client=client
+            )
+        except BaseException as e:  # noqa: BLE001 - another try at the next drain
+            report.problems.append(f"could not finish idle {client.name} session {csid}: {type(e).__name__}: {e}")
+            continue
+        done += int(res.finished)
+    return done
+
+
 def _try_lock(folder: Path, key: str, wait_s: float | None) -> int | None:
     """The drain lock's fd, or None when another drainer keeps it (past ``wait_s``; None: don't wait)."""
     fd = os.open(folder / lock_name(key), os.O_RDWR | os.O_CREAT, 0o600)
@@ -188,6 +219,7 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
         except ValueError:
             busy = 5.0
         idle_since = time.monotonic()
+        swept = False
         while True:
             batches = sorted(folder.glob(f"batch.{key}.*.jsonl"))
             claimed = _claim(folder, key)
@@ -204,6 +236,11 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
             if time.monotonic() - idle_since < linger_s:
                 time.sleep(_POLL_S)
                 continue
+            if not swept:  # once per drain, when the queue is empty
+                swept = True
+                if store is None:
+                    store = Store(settings.db_url, busy_timeout_s=max(0.2, busy))
+                report.finished_idle = finish_idle(store, settings.sandbox_idle_seconds, report)
             # Leaving: release the lock, then look once more (a hook that saw the lock held relied on us).
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)

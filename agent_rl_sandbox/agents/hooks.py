@@ -83,7 +83,7 @@ def hooks_dir(home: Path) -> Path:
 
 def _utcnow() -> str:
     t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}+00:00"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"  # the store's form
 
 
 def _text_blocks(content: object, kinds: tuple[str, ...]) -> str:

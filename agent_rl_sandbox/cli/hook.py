@@ -43,8 +43,9 @@ def drain(
         float, typer.Option("--wait", metavar="SECONDS", help="How long to wait for a drainer that is running.")
     ] = 30.0,
 ) -> None:
-    """Fold queued hook events into the store now. Exit 1 when events stay queued (the store could not
-    be written: the reason is printed) or were set aside in <home>/hooks/failed-events.jsonl."""
+    """Fold queued hook events into the store now, and finish hook sessions idle for
+    AGENT_RL_SANDBOX_IDLE_SECONDS. Exit 1 when events stay queued (the store could not be written:
+    the reason is printed) or were set aside in <home>/hooks/failed-events.jsonl."""
     from agent_rl_sandbox.agents._drain import drain as run_drain
 
     resolved = settings(home)
@@ -54,5 +55,8 @@ def drain(
         verdict(False)
     for p in report.problems:
         typer.echo(p, err=True)
-    typer.echo(f"folded {report.folded} event(s); set aside {report.failed}; still queued {report.left}")
+    typer.echo(
+        f"folded {report.folded} event(s); set aside {report.failed}; still queued {report.left}"
+        + (f"; finished {report.finished_idle} idle session(s)" if report.finished_idle else "")
+    )
     verdict(report.left == 0 and report.failed == 0 and not any(p.startswith("drain stopped") for p in report.problems))

@@ -92,3 +92,33 @@ def test_final_message_from_a_codex_rollout(tmp_path):
     end = [s for s in only_trajectory(store).steps if s.extra.get("event") == "end_of_turn"][0]
     assert end.message.startswith("Added test_full_discount") and end.extra["final_message_from"] == "transcript_path"
     store.close()
+
+
+def test_an_idle_codex_session_is_finished_with_its_last_turn(tmp_path):
+    """Codex sends no SessionEnd: a session idle for AGENT_RL_SANDBOX_IDLE_SECONDS is finished by the
+    drainer, its pending end of turn written and its message the final message (not running forever)."""
+    import time
+
+    home = tmp_path / "home"
+    for name in EVENTS:
+        run_hook(home, payload(name), client="codex")
+    assert drain(home).returncode == 0
+    store = open_store(home)
+    assert only_trajectory(store).status == "running"  # fresh: left alone
+    store.close()
+    time.sleep(1.2)
+    d = drain(home, AGENT_RL_SANDBOX_IDLE_SECONDS="1")
+    assert d.returncode == 0 and "finished 1 idle session(s)" in d.stdout, d.stdout + d.stderr
+    store = open_store(home)
+    t = only_trajectory(store)
+    assert t.status == "finished" and t.final_message == payload("Stop")["last_assistant_message"]
+    assert [s.extra.get("event") for s in t.steps][-2:] == ["end_of_turn", "session_end"]
+    assert t.steps[-1].extra["reason"] == "idle"
+    store.close()
+    # the same session speaking again opens a new trajectory linked to the finished one
+    run_hook(home, payload("UserPromptSubmit", turn_id="turn-9", prompt="still there?"), client="codex")
+    assert drain(home).returncode == 0
+    store = open_store(home)
+    rows, total = store.trajectories.list()
+    assert total == 2 and {r.parent_session_id for r in rows} == {None, t.session_id}
+    store.close()

@@ -244,6 +244,45 @@ class TrajectoryRepository:
         assert sid is not None
         return self.summary(sid), created
 
+    def idle_hook_sessions(self, before: str, *, limit: int = 200) -> builtins.list[tuple[str, str, str]]:
+        """Running trajectories recorded by a client hook (origin ``hook:...``) with no activity since
+        ``before`` (ISO-8601): neither a step nor a pending hook event newer. Returns
+        ``(session_id, origin, external_id)``, at most ``limit``. A client without a session-end event
+        (Codex) or one that crashed leaves such trajectories; the hook drainer finishes them."""
+        from agent_rl_sandbox.tools.store._schema import hook_pending
+
+        cutoff = normalise_time(before)
+        out: builtins.list[tuple[str, str, str]] = []
+        with self._read.connect() as conn:
+            rows = conn.execute(
+                select(trajectories.c.session_id, trajectories.c.origin, trajectories.c.external_id)
+                .where(
+                    trajectories.c.status == "running",
+                    trajectories.c.origin.like("hook:%"),
+                    trajectories.c.external_id.is_not(None),
+                    trajectories.c.created_at < cutoff,
+                )
+                .order_by(trajectories.c.created_at)
+                .limit(limit)
+            ).all()
+            for sid, origin, ext in rows:
+                last = conn.execute(
+                    select(steps.c.data_json).where(steps.c.session_id == sid).order_by(steps.c.step_id.desc()).limit(1)
+                ).scalar()
+                pending = conn.execute(
+                    select(func.max(hook_pending.c.updated_at)).where(hook_pending.c.session_id == sid)
+                ).scalar()
+                times = [pending] if pending else []
+                if last:
+                    times.append(json.loads(last).get("timestamp") or "")
+                try:
+                    latest = max((normalise_time(t) for t in times if t), default="")
+                except ValueError:
+                    continue  # a time we cannot read: leave the trajectory alone
+                if latest < cutoff:
+                    out.append((sid, origin, ext))
+        return out
+
     def _row(self, conn: Connection, session_id: str, *, lock: bool = False):
         q = select(trajectories).where(trajectories.c.session_id == session_id)
         if lock and self.dialect == "postgresql":
