@@ -152,6 +152,22 @@ def read_rows(path: str | Path, trainer: str) -> list[dict[str, Any]]:
     return rows
 
 
+def prompts_from_conversations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GRPO prompt rows from conversational rows: each row's messages before its first assistant turn
+    as ``prompt``, its other columns kept (``task_id``, ``behaviour``; not ``messages``); rows whose
+    prompt has no user turn are dropped. Raises :class:`DataError` when none is left."""
+    out = []
+    for row in rows:
+        messages = row.get("messages") or []
+        cut = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+        prompt = messages[:cut]
+        if any(m.get("role") == "user" for m in prompt):
+            out.append({**{k: v for k, v in row.items() if k != "messages"}, "prompt": prompt})
+    if not out:
+        raise DataError("no row has a user turn before its first assistant turn. Next step: export the sft format")
+    return out
+
+
 def to_dataset(rows: list[dict[str, Any]]) -> Any:
     """A ``datasets.Dataset`` of ``rows`` (without the ``_line`` bookkeeping), each row keeping its
     own nested keys (``on_mixed_types="use_json"``)."""

@@ -57,11 +57,16 @@ KNOWN_HYPERPARAMETERS: dict[str, dict[str, type]] = {
         "reward": str,
         "max_tool_calling_iterations": int,
         "zero_std_patience": int,
+        "sft_warmup_steps": int,
+        "sft_learning_rate": float,
     },
 }
 """Hyperparameter names each trainer accepts from ``spec.hyperparameters``, with their types.
 ``reward`` (GRPO) names a built-in reward function (:mod:`._rewards`); ``zero_std_patience`` is how
-many logged steps in a row every group may have zero reward variance before the run is refused."""
+many logged steps in a row every group may have zero reward variance before the run is refused;
+``sft_warmup_steps`` (GRPO) first trains the same LoRA adapter with SFT on the job's conversational
+rows for that many steps (at ``sft_learning_rate``, default 2e-4), then runs GRPO from it on the
+rows' prompts (a random model never earns a tool-call reward; STACK.md)."""
 KNOWN_HYPERPARAMETERS["agentic_grpo"] = dict(KNOWN_HYPERPARAMETERS["grpo"])
 
 _ADAPTER_OWNED = {
@@ -97,6 +102,8 @@ class TrainPlan:
     timeout_s: float = 3600.0
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    init_adapter: str | None = None
+    """An adapter folder to continue training (Python API and the SFT warm-up; never from a spec)."""
     """Where each value came from: ``route``, ``spec.adapter`` or ``spec.hyperparameters``."""
 
     @property

@@ -8,7 +8,9 @@
 3. load the base model (float32 on CPU, bf16 on CUDA; 4-bit NF4 for QLoRA) and build TRL's trainer
    with a PEFT ``LoraConfig`` (``target_modules`` default ``"all-linear"``; rank, alpha, dropout,
    learning rate from the plan) and the callbacks of :mod:`._metrics`;
-4. train until the data is used up (``num_train_epochs``), ``hyperparameters.max_steps``, or a cap;
+4. train until the data is used up (``num_train_epochs``), ``hyperparameters.max_steps``, or a cap
+   (GRPO with ``sft_warmup_steps``: an SFT run of the same adapter first, in ``warmup/``; GRPO then
+   continues that adapter on the conversations' prompts);
 5. save the adapter (``adapter_config.json`` + ``adapter_model.safetensors``) into the adapter
    folder, plot ``metrics.png``, write ``train_summary.json`` (plan, steps, what stopped it,
    tokens per second, final loss and reward).
@@ -38,7 +40,7 @@ from agent_rl_sandbox.trainers._plan import PlanError, TrainPlan
 
 log = logging.getLogger(__name__)
 
-_CONFIG_ONLY = {"reward", "zero_std_patience", "max_steps"}
+_CONFIG_ONLY = {"reward", "zero_std_patience", "max_steps", "sft_warmup_steps", "sft_learning_rate"}
 """Plan hyperparameters that are not TRL config fields (or are applied separately)."""
 
 
@@ -209,12 +211,18 @@ def build_trainer(
     log.info("%s", report.summary())
     dataset = to_dataset(rows)
     model = _load_model(plan, cuda=cuda)
+    peft_config = lora_config(plan)
+    if plan.init_adapter:  # continue this adapter (the SFT warm-up's) instead of a fresh LoRA
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, plan.init_adapter, is_trainable=True)
+        peft_config = None
     common: dict[str, Any] = {
         "model": model,
         "args": args,
         "train_dataset": dataset,
         "processing_class": tok,
-        "peft_config": lora_config(plan),
+        "peft_config": peft_config,
         "callbacks": callbacks or [],
     }
     if plan.trainer == "sft":
@@ -226,6 +234,51 @@ def build_trainer(
     return GRPOTrainer(**{**common, **_grpo_kwargs(plan, paths, reward_funcs)})  # agentic may replace e.g. the dataset
 
 
+def _sft_warmup(plan: TrainPlan, paths: RunPaths, *, cuda: bool | None) -> tuple[TrainPlan, dict[str, Any]]:
+    """The SFT warm-up of a GRPO plan (``sft_warmup_steps``): SFT with the same LoRA settings on the
+    job's conversational rows, in ``<workspace>/warmup/`` (its own metrics, plot, adapter), then the
+    GRPO plan that continues that adapter on the rows' prompts (``warmup/grpo_prompts.jsonl``)."""
+    from dataclasses import replace
+
+    from agent_rl_sandbox.trainers._data import prompts_from_conversations
+    from agent_rl_sandbox.trainers._plan import KNOWN_HYPERPARAMETERS
+
+    hp = plan.hyperparameters
+    steps = min(int(hp["sft_warmup_steps"]), plan.max_steps_cap)
+    sft_hp = {k: v for k, v in hp.items() if k in KNOWN_HYPERPARAMETERS["sft"] and k not in ("max_steps", "beta")}
+    sft_plan = replace(
+        plan,
+        trainer="sft",
+        learning_rate=float(hp.get("sft_learning_rate", 2e-4)),
+        hyperparameters={**sft_hp, "max_steps": steps},
+        sources={**plan.sources, "warmup": f"sft_warmup_steps={steps}"},
+    )
+    warm_paths = RunPaths.in_dir(paths.workspace / "warmup")
+    log.info("SFT warm-up: %d steps before %s", steps, plan.trainer)
+    started = time.monotonic()
+    summary = run_training(sft_plan, warm_paths, cuda=cuda)
+    spent = time.monotonic() - started
+    prompts = prompts_from_conversations(read_rows(plan.dataset_path, "sft"))
+    prompt_file = warm_paths.workspace / "grpo_prompts.jsonl"
+    prompt_file.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "_line"}) + "\n" for r in prompts), encoding="utf-8"
+    )
+    grpo_hp = {k: v for k, v in hp.items() if k not in ("sft_warmup_steps", "sft_learning_rate")}
+    grpo = replace(  # the caps hold for the whole job: the warm-up's steps and seconds count against them
+        plan,
+        dataset_path=str(prompt_file),
+        init_adapter=str(warm_paths.adapter_dir),
+        hyperparameters=grpo_hp,
+        max_steps_cap=max(1, plan.max_steps_cap - int(summary.get("steps") or 0)),
+        timeout_s=max(1.0, plan.timeout_s - spent),
+    )
+    return grpo, {
+        "steps": summary.get("steps"),
+        "final_loss": summary.get("final_loss"),
+        "workspace": str(warm_paths.workspace),
+    }
+
+
 def run_training(
     plan: TrainPlan, paths: RunPaths, *, cuda: bool | None = None, reward_funcs: list | None = None
 ) -> dict[str, Any]:
@@ -233,6 +286,9 @@ def run_training(
     ``train_summary.json`` (by the main process only, under accelerate's many processes)."""
     from agent_rl_sandbox.trainers._metrics import Caps, MetricsWriter, ZeroStdGuard, plot_metrics
 
+    warmup = None
+    if plan.trainer in ("grpo", "agentic_grpo") and int(plan.hyperparameters.get("sft_warmup_steps", 0)) > 0:
+        plan, warmup = _sft_warmup(plan, paths, cuda=cuda)
     paths.adapter_dir.mkdir(parents=True, exist_ok=True)
     writer = MetricsWriter(paths.metrics)
     caps = Caps(plan.max_steps_cap, plan.train_seconds)
@@ -276,6 +332,7 @@ def run_training(
         "adapter_dir": str(paths.adapter_dir),
         "adapter_files": sorted(p.name for p in paths.adapter_dir.iterdir()),
         "plot": str(plot) if plot else None,
+        "warmup": warmup,
     }
     paths.summary.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return summary

@@ -196,3 +196,23 @@ def test_a_configuration_trl_refuses_is_a_plan_error_not_a_crash(tmp_path):
         PlanError, match="TRL refused the grpo configuration: .*num_generations.*fix spec.hyperparameters"
     ):
         trainer_config(plan, RunPaths.in_dir(tmp_path), cuda=False)
+
+
+@pytest.mark.slow
+def test_grpo_with_an_sft_warmup_continues_the_warmed_adapter(tiny_model_dir, tmp_path):
+    """``sft_warmup_steps``: SFT on the job's conversations first (warmup/), then GRPO from that adapter
+    on the conversations' prompts; the steps of both count against caps.max_steps."""
+    data = write_rows(tmp_path / "data.jsonl", [{**r, "task_id": f"t{i}"} for i, r in enumerate(ROWS["sft"](4))])
+    plan = plan_from_job(
+        job_doc("grpo", tiny_model_dir, data, sft_warmup_steps=2, caps={"max_steps": 3, "timeout_s": 600})
+    )
+    paths = RunPaths.in_dir(tmp_path / "ws")
+    summary = run_training(plan, paths, reward_funcs=[length_spread])
+    warm = tmp_path / "ws" / "warmup"
+    assert summary["warmup"]["steps"] == 2 and summary["steps"] == 1  # 3 - 2 left for GRPO
+    assert len((warm / "metrics.jsonl").read_text().splitlines()) == 2 and (warm / "metrics.png").exists()
+    prompts = [json.loads(x) for x in (warm / "grpo_prompts.jsonl").read_text().splitlines()]
+    assert prompts[1]["task_id"] == "t1" and [m["role"] for m in prompts[1]["prompt"]] == ["system", "user"]
+    assert summary["plan"]["init_adapter"] == str(warm / "adapter")
+    warmed = (warm / "adapter" / "adapter_model.safetensors").read_bytes()
+    assert warmed != (paths.adapter_dir / "adapter_model.safetensors").read_bytes()  # GRPO moved the warmed adapter
