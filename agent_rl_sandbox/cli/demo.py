@@ -19,9 +19,24 @@ def demo(
     home: HomeOpt = None,
     task_id: Annotated[str, typer.Option("--task", metavar="TASK_ID", help="Task to play.")] = "claim-before-edit",
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    train: Annotated[
+        bool, typer.Option("--train", help="The whole loop: collect, export, route, request, approve, train, gate.")
+    ] = False,
+    sft_steps: Annotated[int, typer.Option("--sft-steps", help="SFT steps of the --train job.")] = 300,
+    lr: Annotated[float, typer.Option("--lr", help="LoRA learning rate of the --train job.")] = 5e-3,
 ) -> None:
-    """Start the server over stdio, play a good and a careless scripted agent, print their scores."""
+    """Start the server over stdio, play a good and a careless scripted agent, print their scores.
+    With --train, run the whole training loop on the tiny local model (see `cli/_train_demo.py`)."""
     import anyio
+
+    if train:
+        from rich.console import Console
+
+        from agent_rl_sandbox.cli._train_demo import run_train_demo
+
+        figures = run_train_demo(settings(home), Console(width=140), sft_steps=sft_steps, lr=lr)
+        verdict(figures.get("state") == "gate_passed")
+        return
 
     from agent_rl_sandbox.agents.demo import render_demo, run_demo
 

@@ -33,10 +33,12 @@ STAGE_ORDER: tuple[str, ...] = ("validate", "baseline", "train", "post_eval", "g
 DEFAULT_WORKER_TOML = """\
 # agent-rl-sandbox worker: stage commands (operator configuration; a job's request never sets these).
 #
-# Shipped: `validate` (re-hash and re-validate the dataset) and `train` (TRL + PEFT LoRA through
-# `accelerate launch`, one process; needs the train extra: pip install -e '.[train]').
-# BASELINE, POST_EVAL AND GATE ARE NOT INSTALLED YET: a job that reaches `baseline` fails with the
-# reason `stage_not_installed:baseline` before it trains.
+# Shipped, in order: `validate` (re-hash and re-validate the dataset), `baseline` (the policy agent
+# plays the behaviour's held-out variants with the base model), `train` (TRL + PEFT LoRA through
+# `accelerate launch`, one process), `post_eval` (the same held-out episodes with base + adapter) and
+# `gate` (the job's gate on the post-training report, no regression against the baseline beyond
+# --max-regression, held-out variants only). baseline, train and post_eval need the train extra
+# (pip install -e '.[train]').
 # To run your own stages (or train on many GPUs), copy this file to <home>/worker.toml and edit:
 #
 #   [stages.train]
@@ -53,10 +55,22 @@ grace_s = 5.0
 command = ["{python}", "-m", "agent_rl_sandbox.worker.validate_stage"]
 timeout_s = 600
 
+[stages.baseline]
+command = ["{python}", "-m", "agent_rl_sandbox.trainers.eval_stage", "baseline", "--episodes", "1"]
+timeout_s = 1800
+
 [stages.train]
 command = ["{python}", "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "agent_rl_sandbox.trainers.train_stage"]
 timeout_s = 3600
+
+[stages.post_eval]
+command = ["{python}", "-m", "agent_rl_sandbox.trainers.eval_stage", "post_eval", "--episodes", "1"]
+timeout_s = 1800
+
+[stages.gate]
+command = ["{python}", "-m", "agent_rl_sandbox.worker.gate_stage", "--max-regression", "0.0"]
+timeout_s = 300
 """
 
 

@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from agent_rl_sandbox.worker import (
-    DEFAULT_WORKER_TOML,
     STAGE_ORDER,
     JobWorkspace,
     WorkerConfigError,
@@ -19,14 +18,16 @@ from agent_rl_sandbox.worker import (
 )
 
 
-def test_shipped_default_runs_validate_and_train_and_says_what_is_not_installed(tmp_path):
+def test_shipped_default_installs_every_stage(tmp_path):
     import importlib.util
 
     cfg = load_worker_config(tmp_path)
     assert cfg.source == "built-in default"
-    assert list(cfg.stages) == ["validate", "train"]
-    assert cfg.missing() == ["baseline", "post_eval", "gate"]
-    assert "BASELINE, POST_EVAL AND GATE ARE NOT INSTALLED YET" in DEFAULT_WORKER_TOML
+    assert list(cfg.stages) == ["validate", "baseline", "train", "post_eval", "gate"]
+    assert cfg.missing() == []
+    assert cfg.stages["baseline"].argv[1:4] == ("-m", "agent_rl_sandbox.trainers.eval_stage", "baseline")
+    assert cfg.stages["post_eval"].argv[1:4] == ("-m", "agent_rl_sandbox.trainers.eval_stage", "post_eval")
+    assert cfg.stages["gate"].argv[1:3] == ("-m", "agent_rl_sandbox.worker.gate_stage")
     assert cfg.stages["validate"].argv[0] == sys.executable
     train = cfg.stages["train"].argv  # accelerate launch of the trainers' stage module, one process
     assert train[:3] == (sys.executable, "-m", "accelerate.commands.launch")

@@ -1,0 +1,275 @@
+"""``agent-rl-sandbox demo --train``: the whole loop, on the tiny local model, with the figures it measured.
+
+Stages (each prints its progress and wall time):
+
+1. **model**: build the tiny no-hub base model (``<home>/models/tiny``; reused when present).
+2. **collect**: the MCP server over stdio; scripted good (oracle) and careless (known-bad) agents
+   play every train variant of ``setup-triage`` (the behaviour designed for small models).
+3. **export + validate**: ``trajectory_export`` (SFT rows of the passing trajectories) and
+   ``dataset_validate``, over MCP.
+4. **route**: ``route_recommend`` over MCP, printed with its reasons.
+5. **request**: ``training_request`` over MCP (SFT, LoRA, the held-out gate of the behaviour).
+6. **approve**: as the human, on the CLI path (``JobService.approve`` bound to the spec hash, what
+   ``agent-rl-sandbox jobs approve`` runs). The demo does this on the user's behalf because it is
+   a demonstration of the loop run by that user; no MCP tool can approve.
+7. **worker**: one pass of the worker: validate, baseline (base model on the held-out variants),
+   train, post_eval (base + adapter, same variants), gate.
+8. **results**: baseline vs post-training pass rate and mean reward on the held-out variants, the
+   gate's verdict and checks.
+9. **answer + kill switch**: the candidate adapter plays a held-out variant; the kill switch is
+   pulled (routes the behaviour to the base model in the registry), and the same episode is played
+   by the fallback (PEFT ``disable_adapter()``), showing what the base answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+BEHAVIOUR = "setup-triage"
+
+
+class _Progress:
+    def __init__(self, console: Any):
+        self.console = console
+        self.t0 = time.monotonic()
+        self.figures: dict[str, Any] = {}
+
+    def stage(self, n: int, name: str, detail: str = "") -> float:
+        self.console.print(f"[bold][{n}/9] {name}[/bold] {detail}".rstrip())
+        return time.monotonic()
+
+    def done(self, started: float, text: str) -> None:
+        self.console.print(f"      {text} [dim]({time.monotonic() - started:.1f} s)[/dim]")
+
+
+def _tasks(settings: Any, split: str) -> list[str]:
+    from agent_rl_sandbox.tools.sandbox import discover_tasks
+
+    tasks, _ = discover_tasks(settings.task_dirs)
+    return sorted(t for t, task in tasks.items() if task.config.behaviour == BEHAVIOUR and task.config.split == split)
+
+
+async def _mcp_part(settings: Any, model_dir: Path, sft_steps: int, lr: float, p: _Progress) -> dict[str, Any]:
+    from mcp import Client
+
+    from agent_rl_sandbox.agents.demo import server_params
+    from agent_rl_sandbox.agents.scripted import mcp_caller, play_script
+    from agent_rl_sandbox.tools.sandbox import discover_tasks
+
+    tasks, _ = discover_tasks(settings.task_dirs)
+    train = _tasks(settings, "train")
+    out: dict[str, Any] = {}
+    async with Client(server_params(settings), read_timeout_seconds=300) as client:
+        call = mcp_caller(client)
+        t = p.stage(2, "collect", f"scripted good and careless agents over MCP on {len(train)} train variants")
+        rewards = {"good": [], "careless": []}
+        for tid in train:
+            for who, script in (("good", "oracle"), ("careless", "known_bad")):
+                s, folder = tasks[tid].scripted(script)
+                ep = await play_script(call, tid, s, folder, agent=f"{who}-agent")
+                rewards[who].append(ep.finish["reward"])
+        good = sum(r == 1.0 for r in rewards["good"])
+        p.done(t, f"{len(train) * 2} episodes: good agent passed {good}/{len(train)}, careless mean reward "
+                  f"{sum(rewards['careless']) / len(train):.2f}")  # fmt: skip
+
+        t = p.stage(3, "export + validate", "trajectory_export sft, dataset_validate")
+        res = await client.call_tool("trajectory_export", {"format": "sft", "behaviour": BEHAVIOUR})
+        if res.is_error:
+            raise RuntimeError(f"trajectory_export failed: {res.content[0].text}")
+        exp = res.structured_content
+        path = exp["data_path"]
+        val = (await client.call_tool("dataset_validate", {"path": path})).structured_content or {}
+        rows = sum(1 for line in Path(path).read_text().splitlines() if line.strip())
+        p.done(
+            t,
+            f"{rows} SFT rows -> {path}; export valid: {exp.get('valid')}; dataset_validate: {val.get('summary') or val.get('verdict')}",
+        )
+        out["dataset"] = path
+
+        t = p.stage(4, "route", "route_recommend over MCP")
+        route = (await client.call_tool("route_recommend", {"behaviour": BEHAVIOUR})).structured_content or {}
+        reasons = [r.get("text") for r in (route.get("reasons") or [])][:3]
+        p.done(
+            t,
+            f"intervention {route.get('intervention')}, trainer {route.get('trainer')}: "
+            + "; ".join(map(str, reasons)),
+        )
+        out["route"] = route
+
+        t = p.stage(5, "request", "training_request over MCP")
+        spec = {
+            "route": "sft",
+            "trainer": "sft",
+            "base_model": str(model_dir),
+            "dataset": {"kind": "file", "path": path},
+            "adapter": {"kind": "lora", "rank": 16, "alpha": 32, "learning_rate": lr},
+            "gate": {"name": "default", "behaviour": BEHAVIOUR},
+            "caps": {"max_steps": max(sft_steps, 1), "timeout_s": 1800, "max_gpu_hours": 0},
+            "hyperparameters": {"max_steps": sft_steps, "per_device_train_batch_size": 4},
+            "reason": f"route_recommend says {route.get('intervention')}: base agent never passes {BEHAVIOUR}; "
+            "SFT on the passing demonstrations, gated on the held-out variants",
+        }
+        req = await client.call_tool("training_request", spec)
+        if req.is_error:
+            raise RuntimeError(f"training_request refused: {req.content[0].text}")
+        job = req.structured_content["job"]
+        p.done(t, f"job {job['job_id']} {job['state']}, spec hash {job['spec_hash'][:16]}...")
+        out["job"] = job
+    return out
+
+
+def _run_worker(settings: Any, p: _Progress) -> Any:
+    from agent_rl_sandbox.worker import build_worker
+
+    worker, services = build_worker(settings)
+    done = threading.Event()
+    result: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            result["n"] = worker.run(once=True)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            result["error"] = exc
+        finally:
+            done.set()
+
+    th = threading.Thread(target=go, daemon=True)
+    th.start()
+    seen = 0
+    while True:
+        finished = done.wait(2.0)
+        logs = sorted(settings.jobs_dir.glob("*/run.log"), key=lambda f: f.stat().st_mtime)
+        if logs:
+            lines = [ln for ln in logs[-1].read_text(errors="replace").splitlines() if " stage " in ln or " job " in ln]
+            for ln in lines[seen:]:
+                p.console.print(f"      {ln}")
+            seen = len(lines)
+        if finished:
+            break
+    th.join()
+    services.close()
+    if "error" in result:
+        raise result["error"]
+    return result.get("n")
+
+
+def run_train_demo(settings: Any, console: Any, *, sft_steps: int = 300, lr: float = 5e-3) -> dict[str, Any]:
+    """Run the nine stages; returns the measured figures. Raises on a stage that cannot go on."""
+    import anyio
+
+    from agent_rl_sandbox.services import Services
+
+    os.environ["AGENT_RL_SANDBOX_HOME"] = str(settings.home)  # the worker's stages open this store
+    if settings.database_url:
+        os.environ["AGENT_RL_SANDBOX_DATABASE_URL"] = settings.database_url
+    p = _Progress(console)
+    model_dir = settings.home / "models" / "tiny"
+    t = p.stage(1, "model", "tiny no-hub base model")
+    if not (model_dir / "config.json").is_file():
+        from agent_rl_sandbox.trainers.tiny_model import build_tiny_model
+
+        info = build_tiny_model(model_dir)
+        p.done(t, f"built {model_dir} ({info.parameters:,} parameters, {info.layers} layers, hidden {info.hidden})")
+    else:
+        p.done(t, f"reusing {model_dir}")
+
+    mcp = anyio.run(_mcp_part, settings, model_dir, sft_steps, lr, p)
+    job = mcp["job"]
+
+    t = p.stage(6, "approve", "as the human, on the CLI path")
+    console.print(
+        "      The demo approves on your behalf (you started it, you are the operator): it runs what "
+        f"`agent-rl-sandbox jobs approve {job['job_id']} --hash {job['spec_hash']}` runs. No MCP tool can approve."
+    )
+    services = Services.build(settings)
+    try:
+        rec = services.jobs.approve(job["job_id"], job["spec_hash"], "demo-operator", "demo --train")
+    finally:
+        services.close()
+    p.done(t, f"{rec.job_id} {rec.state}")
+
+    t = p.stage(7, "worker", "validate -> baseline -> train -> post_eval -> gate")
+    _run_worker(settings, p)
+    p.done(t, "worker pass finished")
+
+    ws = settings.jobs_dir / job["job_id"]
+    scores = json.loads((ws / "scores.json").read_text()) if (ws / "scores.json").is_file() else {}
+    gate = json.loads((ws / "gate_report.json").read_text()) if (ws / "gate_report.json").is_file() else {}
+    services = Services.build(settings)
+    try:
+        final = services.jobs.repo.get(job["job_id"])
+        t = p.stage(8, "results", f"held-out variants of {BEHAVIOUR}: {', '.join(scores.get('suite', []))}")
+        figures = {
+            "job_id": job["job_id"],
+            "state": final.state,
+            "reason": final.reason,
+            "baseline_pass_rate": scores.get("baseline"),
+            "baseline_mean_reward": scores.get("baseline_mean_reward"),
+            "post_pass_rate": scores.get("final"),
+            "post_mean_reward": scores.get("final_mean_reward"),
+            "gate_passed": (gate.get("gate") or {}).get("passed"),
+            "sft_steps": sft_steps,
+        }
+        console.print(
+            f"      baseline (base model):   pass rate {figures['baseline_pass_rate']}, mean reward {figures['baseline_mean_reward']}"
+        )
+        console.print(
+            f"      post-training (adapter): pass rate {figures['post_pass_rate']}, mean reward {figures['post_mean_reward']}"
+        )
+        for c in (gate.get("gate") or {}).get("checks", []):
+            console.print(f"      gate {c['name']}: {c['status']} ({c['explanation']})")
+        p.done(t, f"job {final.state} ({final.reason})")
+        if final.state == "gate_passed":
+            _answer_and_kill_switch(services, settings, model_dir, ws, p)
+    finally:
+        services.close()
+    figures["total_s"] = round(time.monotonic() - p.t0, 1)
+    console.print(f"[bold]measured:[/bold] {json.dumps(figures)}")
+    return figures
+
+
+def _answer_and_kill_switch(services: Any, settings: Any, model_dir: Path, ws: Path, p: _Progress) -> None:
+    from agent_rl_sandbox.agents.policy import Budget, play_episode
+    from agent_rl_sandbox.trainers.eval_stage import training_tools
+    from agent_rl_sandbox.trainers.policy_model import TransformersPolicy
+
+    t = p.stage(9, "answer + kill switch", "the candidate answers; then the kill switch routes to the base")
+    cands = [a for a in services.adapters.list(behaviour=BEHAVIOUR) if a.job_id == ws.name]
+    task = _tasks(settings, "heldout")[0]
+    found = training_tools(json.loads((ws / "job.json").read_text()).get("dataset", {}).get("path"))
+    tools, decls = found if found else (("sandbox_exec", "sandbox_finish"), None)
+    policy = TransformersPolicy(model_dir, ws / "adapter", name=f"adapter:{ws.name}")
+    r = play_episode(
+        services,
+        policy,
+        task,
+        agent_name="demo-deployed",
+        tools=tools,
+        declarations=decls,
+        budget=Budget(max_turns=6, max_new_tokens=128),
+    )
+    p.console.print(
+        f"      adapter on {task}: passed {r.passed}, reward {r.reward:.2f} ({len(cands)} registered candidate(s))"
+    )
+    services.adapters.disable(BEHAVIOUR, "demo-operator", reason="demo: pull the kill switch")
+    route = services.adapters.routes.read().get(BEHAVIOUR)
+    p.console.print(f"      kill switch pulled: routes.json sends {BEHAVIOUR} to {route or 'the base model'}")
+    with policy.base_only():
+        r2 = play_episode(
+            services,
+            policy,
+            task,
+            agent_name="demo-fallback",
+            tools=tools,
+            declarations=decls,
+            budget=Budget(max_turns=6, max_new_tokens=128),
+        )
+    p.console.print(
+        f"      kill switch pulled: base-model fallback on {task}: passed {r2.passed}, reward {r2.reward:.2f}"
+    )
+    p.done(t, "done")
