@@ -271,6 +271,10 @@ def fold_inline() -> list[str]:
 
 def main() -> int:
     """The background drainer (started by the hook): drain, linger, log problems; exit 0."""
+    import signal
+
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the client's terminal closing must not cut a fold short
     logging.basicConfig(level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "WARNING"), format="%(message)s")
     try:
         linger = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_LINGER", "20") or 0)

@@ -233,9 +233,11 @@ def spawn_drainer(home: Path) -> int | None:
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
     env = dict(os.environ, AGENT_RL_SANDBOX_HOME=str(home))
-    return os.posix_spawn(
-        sys.executable, [sys.executable, "-m", "agent_rl_sandbox.agents._drain"], env, file_actions=actions, setsid=True
-    )
+    argv = [sys.executable, "-m", "agent_rl_sandbox.agents._drain"]
+    try:
+        return os.posix_spawn(sys.executable, argv, env, file_actions=actions, setsid=True)
+    except NotImplementedError:  # no POSIX_SPAWN_SETSID here: the drainer then ignores SIGHUP itself
+        return os.posix_spawn(sys.executable, argv, env, file_actions=actions)
 
 
 def _warn(msg: str) -> None:

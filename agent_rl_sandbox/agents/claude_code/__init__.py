@@ -1,4 +1,8 @@
-"""Claude Code integration: the hook command (:mod:`.hook`) and ready-to-use configuration files.
+"""Claude Code integration: the hook recorder (:mod:`.hook`, also Codex's) and configuration templates.
+
+``agent-rl-sandbox config claude-code`` prints these with the absolute path of this installation and
+the settings in force (:mod:`agent_rl_sandbox.agents.configs`); the files themselves use the bare
+command name, which works only with the script on the client's ``PATH``.
 
 - ``settings.json``: hooks that call ``agent-rl-sandbox hook claude-code`` on every recorded event, and
   ``enabledMcpjsonServers`` to approve the project's MCP server. Copy or merge into
