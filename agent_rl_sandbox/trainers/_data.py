@@ -26,7 +26,9 @@ first rows rendered and the per-row counts.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,43 +112,58 @@ def _decode_arguments(messages: Any) -> Any:
     return out
 
 
-def read_rows(path: str | Path, trainer: str) -> list[dict[str, Any]]:
-    """The rows of a JSONL file, normalised (see the module docstring). Raises :class:`DataError`
-    naming the line for unparseable JSON, a non-object, a MiniMind row, or columns the trainer
-    does not take."""
-    rows: list[dict[str, Any]] = []
+def _read_verified(path: str | Path, sha256: str | None) -> str:
+    """The file's text, read once without following a final symlink; when ``sha256`` is given the
+    bytes read must hash to it (the approved content: a file swapped after validation is refused)."""
     try:
-        f = open(path, encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
     except OSError as exc:
         raise DataError(f"cannot read dataset {path}: {exc}. Next step: check the job's dataset path") from exc
-    with f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise DataError(f"{path}:{lineno}: not JSON ({exc}). Next step: validate the file") from exc
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: not a JSON object. Next step: validate the file")
-            if "conversations" in row:
-                raise DataError(
-                    f"{path}:{lineno}: a MiniMind row (conversations); these trainers take TRL rows. "
-                    "Next step: export the sft, dpo, kto or grpo format"
-                )
-            if not any(all(k in row for k in cols) for cols in REQUIRED[trainer]):
-                want = " or ".join("+".join(c) for c in REQUIRED[trainer])
-                raise DataError(
-                    f"{path}:{lineno}: columns {sorted(row)} do not fit {trainer} (needs {want}). "
-                    f"Next step: export the {trainer.replace('agentic_', '')} format"
-                )
-            for k in MESSAGE_FIELDS:
-                if k in row:
-                    row[k] = _decode_arguments(row[k])
-            if isinstance(row.get("tools"), list):
-                row["tools"] = json.dumps(row["tools"], ensure_ascii=False)
-            row["_line"] = lineno
-            rows.append(row)
+    if sha256 is not None:
+        got = hashlib.sha256(data).hexdigest()
+        if got != sha256:
+            raise DataError(
+                f"dataset {path} changed since approval: sha256 {got} != approved {sha256}. "
+                "Next step: request a new job for the new data"
+            )
+    return data.decode("utf-8", errors="replace")
+
+
+def read_rows(path: str | Path, trainer: str, *, sha256: str | None = None) -> list[dict[str, Any]]:
+    """The rows of a JSONL file, normalised (see the module docstring). Raises :class:`DataError`
+    naming the line for unparseable JSON, a non-object, a MiniMind row, or columns the trainer
+    does not take, and (``sha256`` given) when the content is not the approved one."""
+    rows: list[dict[str, Any]] = []
+    text = _read_verified(path, sha256)
+    for lineno, line in enumerate(text.split("\n"), 1):  # not splitlines: U+2028 is valid inside a JSON string
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise DataError(f"{path}:{lineno}: not JSON ({exc}). Next step: validate the file") from exc
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{lineno}: not a JSON object. Next step: validate the file")
+        if "conversations" in row:
+            raise DataError(
+                f"{path}:{lineno}: a MiniMind row (conversations); these trainers take TRL rows. "
+                "Next step: export the sft, dpo, kto or grpo format"
+            )
+        if not any(all(k in row for k in cols) for cols in REQUIRED[trainer]):
+            want = " or ".join("+".join(c) for c in REQUIRED[trainer])
+            raise DataError(
+                f"{path}:{lineno}: columns {sorted(row)} do not fit {trainer} (needs {want}). "
+                f"Next step: export the {trainer.replace('agentic_', '')} format"
+            )
+        for k in MESSAGE_FIELDS:
+            if k in row:
+                row[k] = _decode_arguments(row[k])
+        if isinstance(row.get("tools"), list):
+            row["tools"] = json.dumps(row["tools"], ensure_ascii=False)
+        row["_line"] = lineno
+        rows.append(row)
     if not rows:
         raise DataError(f"dataset {path} has no rows. Next step: export some trajectories first")
     return rows

@@ -102,6 +102,8 @@ class TrainPlan:
     timeout_s: float = 3600.0
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    dataset_sha256: str | None = None
+    """The approved content hash (``job.json`` ``dataset.sha256``); the rows read must match it."""
     init_adapter: str | None = None
     """An adapter folder to continue training (Python API and the SFT warm-up; never from a spec)."""
     """Where each value came from: ``route``, ``spec.adapter`` or ``spec.hyperparameters``."""
@@ -203,6 +205,7 @@ def plan_from_job(doc: dict[str, Any]) -> TrainPlan:
         trainer=trainer,
         base_model=base,
         dataset_path=dataset_path,
+        dataset_sha256=ds.get("sha256") if isinstance(ds.get("sha256"), str) else None,
         max_steps_cap=int(caps.get("max_steps", 200)),
         timeout_s=float(caps.get("timeout_s", 3600)),
         hyperparameters=hp,

@@ -27,6 +27,7 @@ long); anything else is a crash, which the stage records (:mod:`.train_stage`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -197,7 +198,7 @@ def build_trainer(
     from trl import DPOTrainer, GRPOTrainer, KTOTrainer, SFTTrainer
 
     tok = _tokenizer(plan)
-    rows = read_rows(plan.dataset_path, plan.trainer)
+    rows = read_rows(plan.dataset_path, plan.trainer, sha256=plan.dataset_sha256)
     args = trainer_config(plan, paths, cuda=cuda)
     report = preflight(
         rows,
@@ -258,15 +259,15 @@ def _sft_warmup(plan: TrainPlan, paths: RunPaths, *, cuda: bool | None) -> tuple
     started = time.monotonic()
     summary = run_training(sft_plan, warm_paths, cuda=cuda)
     spent = time.monotonic() - started
-    prompts = prompts_from_conversations(read_rows(plan.dataset_path, "sft"))
+    prompts = prompts_from_conversations(read_rows(plan.dataset_path, "sft", sha256=plan.dataset_sha256))
     prompt_file = warm_paths.workspace / "grpo_prompts.jsonl"
-    prompt_file.write_text(
-        "".join(json.dumps({k: v for k, v in r.items() if k != "_line"}) + "\n" for r in prompts), encoding="utf-8"
-    )
+    text = "".join(json.dumps({k: v for k, v in r.items() if k != "_line"}) + "\n" for r in prompts)
+    prompt_file.write_text(text, encoding="utf-8")
     grpo_hp = {k: v for k, v in hp.items() if k not in ("sft_warmup_steps", "sft_learning_rate")}
     grpo = replace(  # the caps hold for the whole job: the warm-up's steps and seconds count against them
         plan,
         dataset_path=str(prompt_file),
+        dataset_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         init_adapter=str(warm_paths.adapter_dir),
         hyperparameters=grpo_hp,
         max_steps_cap=max(1, plan.max_steps_cap - int(summary.get("steps") or 0)),

@@ -159,3 +159,30 @@ def test_run_training_refuses_in_preflight_before_any_step(tmp_path, tiny_model_
     with pytest.raises(PreflightError, match="line 1 has 0 trainable tokens"):
         run_training(plan_from_job(doc), paths)
     assert not paths.metrics.exists() and not (paths.adapter_dir / "adapter_config.json").exists()
+
+
+def test_rows_must_be_the_approved_content_and_the_file_no_symlink(tmp_path):
+    import hashlib
+
+    path = write_rows(tmp_path / "d.jsonl", ROWS["sft"](2))
+    good = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(read_rows(path, "sft", sha256=good)) == 2
+    doc = _doc(tmp=tmp_path)
+    doc["dataset"]["sha256"] = good
+    assert plan_from_job(doc).dataset_sha256 == good
+    path.write_text(path.read_text() + json.dumps(ROWS["sft"](1)[0]) + "\n")  # swapped after validation
+    with pytest.raises(DataError, match="changed since approval: sha256 .* != approved .*request a new job"):
+        read_rows(path, "sft", sha256=good)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    with pytest.raises(DataError, match="cannot read dataset"):
+        read_rows(link, "sft")
+
+
+def test_a_line_separator_inside_a_json_string_does_not_split_the_row(tmp_path):
+    rows = ROWS["sft"](1)
+    rows[0]["messages"][-1]["content"] = "Done.\u2028Really."
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    (row,) = read_rows(path, "sft")
+    assert row["messages"][-1]["content"] == "Done.\u2028Really."
