@@ -147,7 +147,8 @@ def run_worker(home: Path, base: Path, data: Path, steps: int) -> dict:
             f'[stages.{n}]\ncommand = ["/bin/sh", "-c", "true"]\ntimeout_s = 60\n'
             for n in ("baseline", "post_eval", "gate")
         )
-        cfg = parse_worker_config(DEFAULT_WORKER_TOML + stand_ins, source="default + stand-ins")
+        cfg = parse_worker_config(DEFAULT_WORKER_TOML, source="default")
+        cfg.stages.update(parse_worker_config(stand_ins, source="stand-ins").stages)  # the benchmark is about train
         t0 = time.monotonic()
         Worker(repo, cfg, home / "jobs", subreaper=False, base_env=_env(home)).run(once=True)
         wall = time.monotonic() - t0
