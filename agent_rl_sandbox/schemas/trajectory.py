@@ -55,6 +55,9 @@ class ObservationResult(BaseModel):
     """The ``tool_call_id`` this result answers; ``None`` for an observation not tied to a call."""
     content: str | None = None
     """Text the agent saw (bounded; full output lives in the file named in ``Step.extra``)."""
+    subagent_trajectory_ref: list[dict[str, Any]] | None = None
+    """ATIF v1.5: the subagent trajectories this result delegated to (``session_id``, ``trajectory_path``,
+    ``extra``), kept as the file wrote them."""
 
 
 class Observation(BaseModel):

@@ -739,7 +739,9 @@ def check_conversation(
             if empty:
                 ctx.err(f"{p}.content", "empty_content", "user message is empty")
         elif role == "system":
-            if empty and "content" in m:
+            # a MiniMind system message that only carries the tool declarations is not empty: the chat template
+            # renders them in the system turn exactly as it would with no system prompt at all
+            if empty and "content" in m and not (type(m.get("tools")) is str and m["tools"].strip()):
                 ctx.warn(f"{p}.content", "empty_content", "system message is empty")
             if i > 0 and prev_role != "system":
                 ctx.err(p, "system_not_first", "a system message may only open the conversation", d.system_not_first)

@@ -21,6 +21,7 @@ from . import _openai_rules as OA
 from ._dataset import DigestTable, Drift, Histogram, Sink, digest64, nested_deeper_than, safe_text
 from ._documents import check_atif, check_trajectory_suite
 from ._kinds import KINDS, candidate_kinds, has_required_keys
+from ._manifest import manifest_kind
 from ._reader import (
     DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
@@ -814,7 +815,8 @@ def validate_files(
         if eval_report is not None and Path(p).resolve() == eval_resolved:
             reports.append(eval_report)
             continue
-        engine = _make_engine(kind, max_errors, tokenizer_path, max_length, None, leak=leak)
+        file_kind = kind if kind is not None else manifest_kind(Path(p), KINDS)  # an export names its kind
+        engine = _make_engine(file_kind, max_errors, tokenizer_path, max_length, None, leak=leak)
         if eval_report is not None and eval_report.could_not_read:
             engine.sink.add("error", None, "$", "eval_unreadable", eval_report.could_not_read, None)
         cb = (lambda d, t, _p=str(p): progress(_p, d, t)) if progress is not None else None

@@ -66,6 +66,12 @@ RL_TRAJECTORY_KEYS = (
 STORE_SCORE_KEY = "store_score"
 """Root ``extra`` key of an export holding the store's score report of the trajectory (read only when the
 document is a verified export)."""
+AGENT_STEP_FIELDS = ("model_name", "reasoning_effort", "reasoning_content")
+"""ATIF step fields for agent steps that the store has no column for: a stored step keeps them in its
+``extra`` under the same names, and the writer puts them back at the step's top level."""
+DOCUMENT_FIELDS = ("notes", "continued_trajectory_ref")
+"""Root fields of an ATIF document kept by import (in the trajectory's ``meta`` under ``atif_<name>``) and
+written back by the writer."""
 SOURCES = ("system", "user", "agent")
 OUTCOMES = ("ok", "error", "refused", "limit", "cancelled", "unknown")
 TRUSTED_PROVENANCES = ("server", "hook")
@@ -157,6 +163,10 @@ class AtifResult:
 
     source_call_id: str | None
     content: str
+    has_content: bool = True
+    """False when the result has no ``content`` key (``content`` is then ``""``)."""
+    subagent_trajectory_ref: list[dict[str, Any]] | None = None
+    """ATIF v1.5 ``subagent_trajectory_ref`` when it is a list of objects."""
 
 
 @dataclass
@@ -179,6 +189,8 @@ class AtifStep:
     results: list[AtifResult]
     errors: list[AtifIssue] = field(default_factory=list)
     """Findings that make this step (and so its trajectory) unusable."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """The :data:`AGENT_STEP_FIELDS` the step carries (non-null), as written."""
 
 
 @dataclass
@@ -286,7 +298,17 @@ def _step(raw: dict, i: int) -> AtifStep:
         for r in obs["results"]:
             if isinstance(r, dict):
                 sid = r.get("source_call_id")
-                results.append(AtifResult(sid if isinstance(sid, str) else None, content_text(r.get("content"))))
+                ref = r.get("subagent_trajectory_ref")
+                results.append(
+                    AtifResult(
+                        sid if isinstance(sid, str) else None,
+                        content_text(r.get("content")),
+                        has_content="content" in r,
+                        subagent_trajectory_ref=(
+                            ref if isinstance(ref, list) and all(isinstance(x, dict) for x in ref) else None
+                        ),
+                    )
+                )
     ts = raw.get("timestamp")
     return AtifStep(
         index=i,
@@ -302,6 +324,7 @@ def _step(raw: dict, i: int) -> AtifStep:
         calls_problem=calls_problem,
         results=results,
         errors=errors,
+        fields={k: raw[k] for k in AGENT_STEP_FIELDS if raw.get(k) is not None},
     )
 
 
@@ -416,7 +439,7 @@ def write_document(
         if s.tool_calls:
             d["tool_calls"] = [c.model_dump() for c in s.tool_calls]
         if s.observation is not None:
-            d["observation"] = s.observation.model_dump()
+            d["observation"] = s.observation.model_dump(exclude_none=True)  # no "source_call_id": null
         if s.metrics:
             d["metrics"] = s.metrics
             for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd"):
@@ -424,6 +447,10 @@ def write_document(
                 if isinstance(v, int | float) and not isinstance(v, bool):
                     totals[f"total_{k}"] = totals.get(f"total_{k}", 0) + v
         extra = dict(s.extra)
+        if s.source == "agent":  # ATIF's own step fields go back to the top level (ATIF allows them on agent steps)
+            for k in AGENT_STEP_FIELDS:
+                if extra.get(k) is not None:
+                    d[k] = extra.pop(k)
         for k in RL_STEP_KEYS:
             v = getattr(s, k)
             if v is not None and v is not False:
@@ -445,6 +472,9 @@ def write_document(
         "agent": agent,
         "steps": steps,
     }
+    for k in DOCUMENT_FIELDS:
+        if traj.meta.get(f"atif_{k}") is not None:
+            doc[k] = traj.meta[f"atif_{k}"]
     if totals:
         doc["final_metrics"] = totals
     summary = traj.model_dump()

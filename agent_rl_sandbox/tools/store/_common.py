@@ -35,4 +35,4 @@ def normalise_time(value: str) -> str:
     dt = datetime.fromisoformat(v)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.astimezone(UTC).isoformat(timespec="microseconds")[:26] + "Z"  # zero-padded year, unlike strftime

@@ -14,7 +14,16 @@ Rules (each one is counted by the exporters when it changes a row):
   sees the agent's free text (the step's ``message`` only repeats a tool argument).
 - **No fabricated results.** At the first tool call that has no result (a cancelled run, a pre-tool hook
   without its post event), the conversation is cut: the step's text is kept if it has any, the call and
-  everything after it are dropped (``truncated``).
+  everything after it are dropped (``truncated``). Results without ``source_call_id`` (ATIF allows them;
+  Harbor's terminus-2 writes one terminal screen per step) answer the step's unpaired calls in order when
+  there are as many of them as calls; otherwise the step is cut the same way.
+- **Empty results.** A tool result with no text (a command that printed nothing) is written as
+  :data:`EMPTY_RESULT` (``empty_results``): an empty tool message reads as a lost result to validators and
+  some templates, and the model did see that the call returned nothing.
+- **Turns alternate.** Two user turns in a row (a slash command's expansion and the next prompt), or an
+  assistant text turn followed by another assistant turn (an import that split one reply over steps), are
+  joined into one turn with a blank line between (``merged_turns``): chat templates and trainers expect
+  user and assistant turns to alternate.
 - **Ending.** A training conversation ends with an assistant turn: trailing user/system/tool messages
   are dropped (a final assistant call may then have no tool message after it, which is how the episode
   ended, e.g. ``sandbox_finish``). With no assistant turn left there is no row.
@@ -29,6 +38,8 @@ from typing import Any
 from agent_rl_sandbox.schemas.trajectory import Step, Trajectory
 from agent_rl_sandbox.tools.store import unanswered_calls
 
+EMPTY_RESULT = "(no output)"
+"""The text of a tool message whose result was empty."""
 BOUND_ARGUMENTS = ("sandbox_id",)
 """Arguments of the sandbox tools that the environment binds (a training environment owns the sandbox),
 so they are not part of exported tool declarations; the server records calls without them."""
@@ -49,6 +60,8 @@ class Conversation:
     truncated: bool = False
     skipped_system: int = 0
     skipped_self_logged: int = 0
+    merged_turns: int = 0
+    empty_results: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -181,8 +194,13 @@ def conversation(traj: Trajectory) -> Conversation:
         if step.source == "user":
             if step.message.strip():
                 msgs.append({"role": "user", "content": step.message})
+                _merge_last(msgs, conv)
             continue
-        if not _assistant(step, msgs, called, conv):
+        n = len(msgs)
+        ok = _assistant(step, msgs, called, conv)
+        if len(msgs) > n:
+            _merge_at(msgs, n, conv)
+        if not ok:
             break
     first = next((i for i, m in enumerate(msgs) if m["role"] == "assistant"), len(msgs))
     conv.prompt_messages = [dict(m) for m in msgs[:first]]
@@ -193,10 +211,30 @@ def conversation(traj: Trajectory) -> Conversation:
     return conv
 
 
+def _merge_last(msgs: list[dict[str, Any]], conv: Conversation) -> None:
+    """Join the last message into the one before when both are user turns (see "Turns alternate")."""
+    _merge_at(msgs, len(msgs) - 1, conv)
+
+
+def _merge_at(msgs: list[dict[str, Any]], i: int, conv: Conversation) -> None:
+    """Join ``msgs[i]`` into ``msgs[i - 1]`` when they are two user turns, or an assistant text turn followed
+    by an assistant turn (whose tool calls, if any, the joined turn keeps)."""
+    if i <= 0 or i >= len(msgs):
+        return
+    prev, cur = msgs[i - 1], msgs[i]
+    if prev["role"] != cur["role"] or prev["role"] not in ("user", "assistant") or prev.get("tool_calls"):
+        return
+    text = "\n\n".join(x for x in (prev.get("content") or "", cur.get("content") or "") if x)
+    msgs[i - 1] = {**cur, "content": text}
+    del msgs[i]
+    conv.merged_turns += 1
+
+
 def _assistant(step: Step, msgs: list, called: dict, conv: Conversation) -> bool:
     """Append the step's assistant turn and tool results; ``False`` when the conversation must stop here."""
     content = "" if step.provenance == "server" else step.message
-    if unanswered_calls(step):
+    results = _paired_results(step)
+    if results is None:
         conv.truncated = True
         if content.strip():
             msgs.append({"role": "assistant", "content": content})
@@ -212,13 +250,33 @@ def _assistant(step: Step, msgs: list, called: dict, conv: Conversation) -> bool
         )
         called.setdefault(c.function_name, []).append(c.arguments)
     msgs.append({"role": "assistant", "content": content, "tool_calls": calls})
-    results = {r.source_call_id: r for r in step.observation.results} if step.observation else {}
     for c in step.tool_calls:
-        r = results[c.tool_call_id]
+        text = results[c.tool_call_id]
+        if not text.strip():
+            conv.empty_results += 1
         msgs.append(
-            {"role": "tool", "tool_call_id": c.tool_call_id, "name": c.function_name, "content": r.content or ""}
+            {
+                "role": "tool",
+                "tool_call_id": c.tool_call_id,
+                "name": c.function_name,
+                "content": text if text.strip() else EMPTY_RESULT,
+            }
         )
     return True
+
+
+def _paired_results(step: Step) -> dict[str, str] | None:
+    """Each tool call's result text, or ``None`` when a call has none (see "No fabricated results")."""
+    obs = step.observation.results if step.observation else []
+    out = {r.source_call_id: r.content or "" for r in obs if r.source_call_id is not None}
+    loose = [r.content or "" for r in obs if r.source_call_id is None]
+    unpaired = [c.tool_call_id for c in step.tool_calls or [] if c.tool_call_id not in out]
+    if not unpaired:
+        return out
+    if unanswered_calls(step) and len(loose) == len(unpaired):
+        out.update(zip(unpaired, loose, strict=True))
+        return out
+    return None
 
 
 def encode_arguments(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

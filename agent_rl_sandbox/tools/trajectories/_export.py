@@ -168,6 +168,10 @@ def _conv_counts(conv: Conversation, counts: Counter) -> None:
         counts["self_logged_steps_left_out"] += conv.skipped_self_logged
     if conv.skipped_system:
         counts["system_steps_left_out"] += conv.skipped_system
+    if conv.merged_turns:
+        counts["turns_merged"] += conv.merged_turns
+    if conv.empty_results:
+        counts["empty_results_marked"] += conv.empty_results
 
 
 def _usable(conv: Conversation, counts: Counter) -> bool:

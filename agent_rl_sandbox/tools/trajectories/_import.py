@@ -39,7 +39,7 @@ from agent_rl_sandbox.schemas.trajectory import ImportProblem, ImportReport
 from agent_rl_sandbox.tools._gc import paused_gc
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats import content_text
-from agent_rl_sandbox.tools.formats.atif import AtifCall, decode_arguments, read_document
+from agent_rl_sandbox.tools.formats.atif import DOCUMENT_FIELDS, AtifCall, decode_arguments, read_document
 from agent_rl_sandbox.tools.store import TrajectoryRepository
 
 IMPORT_FORMATS = ("atif", "claude_code", "codex", "openai_chat")
@@ -121,10 +121,21 @@ class _Traj:
         for i, step in enumerate(self.steps):
             results = step.pop("_results")
             step.pop("_closed", None)
+            ordered = step.pop("_observation", None)
             calls = step.get("tool_calls") or []
             if not calls:
                 step.pop("tool_calls", None)
-            if calls and "observation" not in step:
+            if ordered is not None:  # ATIF: the results as the file wrote them, in its order
+                step["observation"] = {"results": ordered}
+                loose = any(r["source_call_id"] is None for r in ordered)
+                lost = [] if loose else [c["tool_call_id"] for c in calls if c["tool_call_id"] not in results]
+                if lost:
+                    missing += len(lost)
+                    step["extra"]["missing_result"] = True
+                    step["extra"]["unanswered_call_ids"] = lost
+                if calls:
+                    step.setdefault("outcome", "error" if lost else "ok")
+            elif calls and "observation" not in step:
                 answered = [c for c in calls if c["tool_call_id"] in results]
                 lost = [c["tool_call_id"] for c in calls if c["tool_call_id"] not in results]
                 if answered:
@@ -178,7 +189,11 @@ def _track_time(t: _Traj, ts: Any) -> None:
 
 
 def _iso(dt: datetime | None) -> str | None:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if dt is not None else None
+    """``dt`` in the store's UTC form (``None`` when absent or not representable in UTC)."""
+    try:
+        return dt.astimezone(UTC).isoformat(timespec="microseconds")[:26] + "Z" if dt is not None else None
+    except (OverflowError, ValueError):
+        return None
 
 
 class _Ctx:
@@ -277,8 +292,19 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
     t.task_id = doc.text("task_id")
     t.behaviour = doc.text("behaviour")
     t.split = extra.get("split") if extra.get("split") in ("train", "heldout") else None
-    claimed = {f"claimed_{k}": extra[k] for k in ("reward", "passed", "self_report_only", "origin") if k in extra}
+    claimed = {
+        f"claimed_{k}": extra[k]
+        for k in ("reward", "passed", "self_report_only", "origin", "parent_session_id")
+        if k in extra
+    }
     t.meta.update(claimed)
+    raw = doc.raw if isinstance(doc.raw, dict) else {}
+    for k in DOCUMENT_FIELDS:
+        if raw.get(k) is not None:
+            t.meta[f"atif_{k}"] = raw[k]
+    t.meta["_no_parent_inference"] = True  # ATIF session ids are often normalised (Harbor: NORMALIZED_SESSION_ID)
+    for k in ("created_at", "finished_at"):  # the file's own times bound the session when no step has one
+        t.meta[f"_claimed_{k}"] = extra.get(k)
     if extra.get("final_message"):
         t.meta["final_message"] = extra["final_message"]
     for s in doc.steps:
@@ -292,6 +318,8 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
                 )
             continue
         sext = dict(s.extra)
+        if s.source == "agent":
+            sext.update(s.fields)  # model_name, reasoning_*: kept in extra, written back to the top level
         rl = s.rl
         if rl.get("provenance") not in (None, "agent"):
             sext["claimed_provenance"] = rl["provenance"]
@@ -325,25 +353,27 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
             problem = t.call(step, c.tool_call_id, c.function_name, _atif_args(c, ctx, line, f"{cp}.arguments"))
             if problem:
                 t.errors.append(ImportProblem(file=ctx.file, line=line, path=cp, message=problem))
-        loose = []
+        # results stay in the file's order; one without source_call_id is an observation of the step (ATIF
+        # makes the id optional: Harbor's terminus-2 writes none), and it answers the step's calls
         for r in s.results:
-            if r.source_call_id is None:
-                loose.append({"source_call_id": None, "content": r.content})
-            else:
+            if r.source_call_id is not None:
                 t.result(r.source_call_id, r.content)
-        if loose and not step.get("tool_calls"):
-            step["observation"] = {"results": loose}
-        elif loose:
-            ctx.warn(
-                line,
-                "observation results without source_call_id next to tool calls are kept in extra",
-                path=f"{p}.observation",
-            )
-            step["extra"]["unpaired_results"] = [r["content"] for r in loose]
+        if s.results:
+            step["_observation"] = [
+                {
+                    "source_call_id": r.source_call_id,
+                    "content": r.content if r.has_content else None,
+                    **({"subagent_trajectory_ref": r.subagent_trajectory_ref} if r.subagent_trajectory_ref else {}),
+                }
+                for r in s.results
+            ]
         outcome = rl.get("outcome")
-        if outcome in ("ok", "error", "refused", "limit", "cancelled", "unknown") and not (
-            step.get("tool_calls") and len(step["_results"]) < len(step["tool_calls"])
-        ):
+        unanswered = (
+            step.get("tool_calls")
+            and len(step["_results"]) < len(step["tool_calls"])
+            and not any(r.source_call_id is None for r in s.results)
+        )
+        if outcome in ("ok", "error", "refused", "limit", "cancelled", "unknown") and not unanswered:
             step["outcome"] = outcome
     return t
 
@@ -1208,6 +1238,7 @@ def _store_one(
     steps, missing = t.finalise()
     if not steps:
         return
+    claimed_times = {k: t.meta.pop(k) for k in ("_claimed_created_at", "_claimed_finished_at") if k in t.meta}
     report.steps_seen += len(steps)
     report.missing_results += missing
     sid = _session_id(fmt, sha, t.key)
@@ -1228,6 +1259,12 @@ def _store_one(
         parent = prev[-1].session_id if prev else None
         meta = {"file": str(path), "sha256": sha, "line": t.line, "format": fmt, **t.meta}
         parent_key = meta.pop("_parent_key", None)
+        if meta.pop("_no_parent_inference", False):
+            # two files sharing a session id are not versions of one session (Harbor normalises every id to
+            # NORMALIZED_SESSION_ID): an ATIF import is linked to nothing; an earlier import is only noted
+            if parent is not None:
+                meta["same_session_id_as"] = parent
+            parent = None
         if meta.get("subagent"):  # a subagent's parent is the session that spawned it, not an earlier import
             if parent is not None:
                 meta["previous_import"] = parent
@@ -1259,7 +1296,7 @@ def _store_one(
                 external_id=t.external_id,
                 meta=meta,
                 parent_session_id=parent,
-                created_at=_iso(t.first_at),
+                created_at=_iso(t.first_at or _parse_time(claimed_times.get("_claimed_created_at"))),
             )
         except Exception:  # noqa: BLE001 - a concurrent import of the same file created it first
             if not store.exists(sid):
@@ -1274,7 +1311,9 @@ def _store_one(
     if final:
         final, c = store.redactor.text(final)
         redactions.update(c)
-    store.finish(sid, final_message=final, finished_at=_iso(t.last_at))
+    store.finish(
+        sid, final_message=final, finished_at=_iso(t.last_at or _parse_time(claimed_times.get("_claimed_finished_at")))
+    )
     report.steps += written
     report.trajectories.append(sid)
     if t.meta.get("subagent"):

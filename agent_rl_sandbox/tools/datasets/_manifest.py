@@ -1,0 +1,36 @@
+"""The dataset kind an export manifest names for a file next to it.
+
+``export`` writes ``<export_id>/<data file>`` beside ``<export_id>/manifest.json``, whose ``files[]`` each
+carry ``path`` (the data file's name) and ``kind`` (``trl.language_modeling``, ``minimind.dpo``, ...). A file
+validated without ``kind=`` takes that kind instead of being guessed per row: an export's rows often match
+two kinds (a TRL ``messages`` row is also an OpenAI chat row; a MiniMind DPO row is also a TRL preference
+row), and guessing gives ``kind_ambiguous`` for a file whose kind is written down next to it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MANIFEST_NAME = "manifest.json"
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+"""A manifest larger than this is not read (an export's is a few KB)."""
+
+
+def manifest_kind(path: Path, known: tuple[str, ...] | frozenset[str] | dict) -> str | None:
+    """The ``kind`` the adjacent ``manifest.json`` gives for ``path`` (matched by file name), when it is one of
+    ``known``; ``None`` when there is no readable manifest, it does not list the file, or names no known
+    kind. Never raises."""
+    manifest = path.parent / MANIFEST_NAME
+    try:
+        if not manifest.is_file() or manifest.stat().st_size > MAX_MANIFEST_BYTES or path.name == MANIFEST_NAME:
+            return None
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    files = doc.get("files") if isinstance(doc, dict) else None
+    for f in files if isinstance(files, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("path"), str) and Path(f["path"]).name == path.name:
+            kind = f.get("kind")
+            return kind if isinstance(kind, str) and kind in known else None
+    return None
