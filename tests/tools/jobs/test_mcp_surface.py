@@ -143,7 +143,11 @@ async def test_no_sequence_of_tool_calls_gets_a_job_past_awaiting_approval(jobs_
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == {t.name for t in TOOLS}  # the test covers every tool the server has
 
+        # a spec smuggling approval fields is refused outright (closed input schema), recording nothing
         res = await client.call_tool("training_request", _spec(services, approved=True, state="approved"))
+        assert res.is_error and "unknown argument `approved`" in _text(res), _text(res)
+        assert services.jobs.repo.list(limit=10)[0] == []
+        res = await client.call_tool("training_request", _spec(services))
         assert not res.is_error, _text(res)
         target = res.structured_content["job"]
         jid, h = target["job_id"], target["spec_hash"]
