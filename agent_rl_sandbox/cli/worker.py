@@ -2,7 +2,7 @@
 
 The worker is its own process (a subreaper of its stages). Stage commands come from the operator's
 ``<home>/worker.toml`` (or ``AGENT_RL_SANDBOX_WORKER_CONFIG``), never from a request; the shipped
-default runs ``validate`` and ``train`` (baseline and post_eval are not installed yet). ``--once`` exits when nothing is
+default runs every stage (``validate``, ``baseline``, ``train``, ``post_eval``, ``gate``). ``--once`` exits when nothing is
 claimable; ``--max-jobs N`` after N jobs; without either it polls forever. SIGTERM ends it through
 the normal exit path (the current stage's processes are killed, its job is left to lease recovery).
 

@@ -167,8 +167,9 @@ def _grpo_kwargs(plan: TrainPlan, paths: RunPaths, reward_funcs: list | None) ->
             from agent_rl_sandbox.trainers import agentic  # type: ignore[attr-defined]
         except ImportError:
             raise PlanError(
-                "agentic_grpo is not installed in this version (no agent_rl_sandbox.trainers.agentic). "
-                "Next step: use trainer grpo, or update the package"
+                "agentic_grpo jobs are not wired to the train stage yet (no agent_rl_sandbox.trainers.agentic "
+                "with trainer_kwargs). Next step: use trainer grpo (with sft_warmup_steps), or run "
+                "trainers.agentic_grpo.run_agentic_grpo from Python"
             ) from None
         return dict(agentic.trainer_kwargs(plan, paths))
     name = str(plan.hyperparameters.get("reward", "tool_call"))
