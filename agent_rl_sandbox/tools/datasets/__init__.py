@@ -6,6 +6,7 @@ Public surface::
                   eval_path=None, progress=None, report_path=None) -> ValidationReport
     validate_files(paths, *, eval_path=None, kind=None, ...) -> list[ValidationReport]
     validate_rows(rows, *, kind=None, max_errors=50, ...) -> ValidationReport
+    validate_document(doc, *, kind, max_errors=50) -> (ValidationReport, model or None)
     KINDS, KIND_INFO, CODES, load_schema(kind), schema_path(kind), estimate_tokens(text)
     ValidationReport, Finding, Summary, LengthStats; ValidationReport.exit_code: 0 valid, 1 errors, 2 unreadable
 
@@ -20,7 +21,7 @@ from ._report import Finding, LengthStats, Summary, ValidationReport
 from ._rules import STRUCTURAL_CODES
 from ._schemas import load_schema, schema_path
 from ._service import DatasetService, DatasetValidateInput, DatasetValidateOutput
-from ._validate import estimate_tokens, validate_file, validate_files, validate_rows
+from ._validate import estimate_tokens, validate_document, validate_file, validate_files, validate_rows
 
 __all__ = [
     "CODES",
@@ -40,6 +41,7 @@ __all__ = [
     "estimate_tokens",
     "load_schema",
     "schema_path",
+    "validate_document",
     "validate_file",
     "validate_files",
     "validate_rows",

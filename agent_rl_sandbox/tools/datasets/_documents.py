@@ -264,6 +264,7 @@ def check_trajectory_suite(ctx: RowCtx, row: dict) -> RowInfo:
     """
     info = RowInfo()
     read = read_suite(row)
+    info.document = read.suite  # None when there is an error; score reuses it (one model validation)
     for path, code, message in read.errors:
         ctx.err(path, code, message)
     for path, code, message in read.warnings:

@@ -113,6 +113,7 @@ class RowInfo:
         "has_tools",
         "has_calls",
         "completion_only",
+        "document",
     )
 
     def __init__(self) -> None:
@@ -134,6 +135,8 @@ class RowInfo:
         self.has_calls = False
         self.completion_only = False
         """True when only the completion is trained (prompt-too-long check applies)."""
+        self.document: Any = None
+        """The model a document kind's check read the row into (a trajectory suite's ``PortDaddySuite``)."""
 
 
 class RowCtx:

@@ -154,6 +154,7 @@ class _Engine:
         self.leak = leak
         self.tools_cache = ToolsCache()
         self.drift = Drift(max_depth=MAX_DEPTH)
+        self.document: Any = None  # the last row's document model (RowInfo.document)
         self.dups = DigestTable()
         self.prefs = DigestTable()
         self.hist_chars = Histogram()
@@ -345,6 +346,7 @@ class _Engine:
         ctx = RowCtx(self, line, kind, self.need_text, need_key)
         self.rows_called = False
         info = _CHECKS[kind](ctx, obj)
+        self.document = info.document
         self._dataset(ctx, obj, raw, info)
 
     def _dataset(self, ctx: RowCtx, obj: dict, raw: bytes | None, info: RowInfo) -> None:
@@ -845,6 +847,29 @@ def validate_rows(
     their file equivalents. ``progress(rows_done, rows_total)``. Otherwise the same report, arguments and
     errors as ``validate_file``.
     """
+    return _inline(rows, kind, max_errors, tokenizer_path, max_length, eval_path, progress, report_path, opener)[0]
+
+
+def validate_document(doc: Any, *, kind: str, max_errors: int = 50) -> tuple[ValidationReport, Any]:
+    """``validate_rows([doc], kind=kind, max_errors=max_errors)`` and the model the kind's check read the
+    document into: a ``trajectory_suite``'s ``PortDaddySuite`` when the report has no error, else ``None``
+    (and ``None`` for kinds whose check builds no model). ``score`` loads a suite this way, so the suite
+    is validated once, by the judge ``validate`` uses."""
+    report, engine = _inline([doc], kind, max_errors, None, None, None, None, None, None)
+    return report, (engine.document if report.error_count == 0 else None)
+
+
+def _inline(
+    rows: Any,
+    kind: str | None,
+    max_errors: int,
+    tokenizer_path: str | None,
+    max_length: int | None,
+    eval_path: str | Path | None,
+    progress: Progress | None,
+    report_path: Path | None,
+    opener: Opener | None,
+) -> tuple[ValidationReport, _Engine]:
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
     if eval_path is not None:
         table, eval_report = _eval_prompts(
@@ -882,4 +907,4 @@ def validate_rows(
             progress(i, total)
     if progress is not None:
         progress(total, total)
-    return engine.finish(None)
+    return engine.finish(None), engine

@@ -101,19 +101,21 @@ def load_suite(doc: Any, label: str) -> PortDaddySuite:
     suite, so ``score`` and ``validate`` never disagree. Raises :class:`EvalInputError` whose message
     lists the validator's first findings as ``label: $.path: message [code]``.
     """
-    from agent_rl_sandbox.tools.datasets import validate_rows
+    from agent_rl_sandbox.tools.datasets import validate_document
 
     with paused_gc():  # validation builds many objects and no cycles (see paused_gc)
-        return _load_suite(doc, label, validate_rows)
+        return _load_suite(doc, label, validate_document)
 
 
-def _load_suite(doc: Any, label: str, validate_rows: Any) -> PortDaddySuite:
+def _load_suite(doc: Any, label: str, validate_document: Any) -> PortDaddySuite:
     # max_errors high enough that the validator never spills a full findings file to a temp folder
-    report = validate_rows([doc], kind="trajectory_suite", max_errors=100_000)
+    report, suite = validate_document(doc, kind="trajectory_suite", max_errors=100_000)
     if report.error_count:
         lines = [f"{label}: {f.json_path}: {f.message} [{f.code}]" for f in report.errors[:5]]
         more = report.error_count - len(lines)
         raise EvalInputError("; ".join(lines) + (f" (+{more} more)" if more > 0 else ""), SUITE_HINT)
+    if suite is not None:
+        return suite  # the validator's own model: the suite is validated once
     return validate(PortDaddySuite, doc, label, SUITE_HINT)
 
 

@@ -170,3 +170,22 @@ def test_loop_precheck_never_hides_a_loop():
         found += bool(loops)
         assert _may_loop(actions) or not loops
     assert found > 10  # the check saw real loops
+
+
+@pytest.mark.parametrize(("suite", "golden"), CASES, ids=IDS)
+def test_validate_document_is_validate_rows_and_its_model_is_the_suite_model(suite, golden):
+    """``score`` loads a suite with one validation: the same findings, the same model."""
+    from agent_rl_sandbox.schemas.reward import PortDaddySuite
+    from agent_rl_sandbox.tools.datasets import validate_document, validate_rows
+
+    doc = json.loads(suite.read_text(encoding="utf-8"))
+    report, model = validate_document(doc, kind="trajectory_suite", max_errors=1000)
+    assert report == validate_rows([doc], kind="trajectory_suite", max_errors=1000)
+    assert model == PortDaddySuite.model_validate(doc)
+
+
+def test_validate_document_gives_no_model_for_a_suite_with_errors():
+    from agent_rl_sandbox.tools.datasets import validate_document
+
+    report, model = validate_document({"tasks": [{"id": "t", "passReward": "1"}]}, kind="trajectory_suite")
+    assert report.error_count and model is None
