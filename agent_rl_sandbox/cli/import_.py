@@ -39,6 +39,8 @@ def import_files(
 
     services = Services.build(settings(home, task_dir))
     reports, outcome = [], Outcome.OK
+    # subagent transcripts (agent-<id>.jsonl) after the main ones, so they can link to their session
+    paths = sorted(paths, key=lambda p: p.name.startswith("agent-") or p.parent.name == "subagents")
     try:
         for p in paths:
             try:

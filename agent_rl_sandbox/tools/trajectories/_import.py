@@ -500,8 +500,10 @@ def _cc_line(t: _Traj, st: _CcState, obj: dict, n: int, ctx: _Ctx) -> None:
         bt = b.get("type")
         if bt == "text" and isinstance(b.get("text"), str):
             step["message"] = (step["message"] + "\n\n" + b["text"]) if step["message"] else b["text"]
-        elif bt == "thinking":
-            step["extra"]["reasoning"] = (step["extra"].get("reasoning", "") + b.get("thinking", "")).strip()
+        elif bt == "thinking":  # ATIF's reasoning_content (the writer puts it at the step's top level)
+            step["extra"]["reasoning_content"] = (
+                step["extra"].get("reasoning_content", "") + b.get("thinking", "")
+            ).strip()
         elif bt == "tool_use":
             if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
                 ctx.problem(n, "tool_use block without id or name; skipped", path=f"$.message.content[{j}]")
@@ -1124,6 +1126,19 @@ def detect_format(path: Path, data: bytes, whole: _Whole | None = None) -> str |
     return None
 
 
+def _spawning_call(store: TrajectoryRepository, spawner: str, sub: _Traj) -> str | None:
+    """The ``Task``/``Agent`` call of the stored main session whose ``prompt`` is the subagent's first message
+    (how a standalone ``agent-<id>.jsonl`` without a ``.meta.json`` sidecar finds the call that spawned it)."""
+    first = next((s["message"] for s in sub.steps if s["source"] == "user"), None)
+    if first is None:
+        return None
+    for step in store.get(spawner).steps:
+        for c in step.tool_calls or []:
+            if c.function_name in _CC_SPAWN_TOOLS and c.arguments.get("prompt") == first:
+                return c.tool_call_id
+    return None
+
+
 def _session_id(fmt: str, file_sha: str, key: str) -> str:
     return "imp_" + hashlib.sha256(f"{fmt}\0{file_sha}\0{key}".encode()).hexdigest()[:20]
 
@@ -1272,6 +1287,10 @@ def _store_one(
             if spawner is None and meta.get("parent_external_id"):
                 found = store.by_external_id(meta["parent_external_id"])
                 spawner = found[-1].session_id if found else None
+            if spawner is not None and "spawned_by_call_id" not in meta:
+                call = _spawning_call(store, spawner, t)
+                if call is not None:
+                    meta["spawned_by_call_id"] = call
             if spawner is None:
                 report.problems.append(
                     ImportProblem(

@@ -46,7 +46,7 @@ def test_claude_code_transcript(store):
     # One assistant message split over three lines is one step; parallel tool uses stay in one step.
     read = t.steps[1]
     assert read.message == "Let me read the pricing module." and read.tool_calls[0].function_name == "Read"
-    assert "pricing module first" in read.extra["reasoning"] and read.metrics["prompt_tokens"] == 1200
+    assert "pricing module first" in read.extra["reasoning_content"] and read.metrics["prompt_tokens"] == 1200
     parallel = t.steps[2]
     assert [c.function_name for c in parallel.tool_calls] == ["Edit", "Bash"] and parallel.outcome == "error"
     assert [r.source_call_id for r in parallel.observation.results] == ["toolu_01Edit", "toolu_01Bash"]

@@ -196,3 +196,67 @@ def test_cli_says_how_many_subagents_were_imported_and_which_were_not(tmp_path):
     assert r.exit_code == 0, r.output
     assert "2 trajectories (1 of them subagents)" in r.output
     assert "subagent lines not imported: sidechain:warmup 1" in r.output
+
+
+def _split_main_and_subagent(tmp_path):
+    """The slash-command session as Claude Code 2.0 lays it out on disk: the main transcript without its
+    sidechain lines, and the subagent's lines in ``agent-a5045a6.jsonl`` (no ``.meta.json`` sidecar)."""
+    lines = [json.loads(x) for x in (CC / "slash-command-b1bf397b.jsonl").read_text().splitlines()]
+    main = tmp_path / f"{SID}.jsonl"
+    main.write_text("".join(json.dumps(x) + "\n" for x in lines if not x.get("isSidechain")))
+    sub = tmp_path / "agent-a5045a6.jsonl"
+    sub.write_text("".join(json.dumps(x) + "\n" for x in lines if x.get("agentId") == "a5045a6"))
+    return main, sub
+
+
+def test_subagent_file_without_sidecar_finds_its_task_call_by_prompt(store, tmp_path):
+    main, sub = _split_main_and_subagent(tmp_path)
+    m = import_file(store.trajectories, main)
+    s = import_file(store.trajectories, sub)
+    assert s.ok and s.subagents == s.trajectories
+    t = store.trajectories.summary(s.trajectories[0])
+    assert t.parent_session_id == m.trajectories[0]
+    assert store.trajectories.get(s.trajectories[0]).meta["spawned_by_call_id"] == "toolu_01Task"
+
+
+def test_cli_imports_subagent_files_after_their_main_session(tmp_path):
+    from typer.testing import CliRunner
+
+    from agent_rl_sandbox.cli import app
+    from agent_rl_sandbox.tools.store import Store
+
+    main, sub = _split_main_and_subagent(tmp_path)
+    home = tmp_path / "h"
+    r = CliRunner().invoke(app, ["import", str(sub), str(main), "--home", str(home), "--json"])
+    assert r.exit_code == 0, r.output
+    reports = json.loads(r.output)
+    assert [Path(x["file"]).name for x in reports] == [main.name, sub.name]
+    st = Store(f"sqlite:///{home / 'store.db'}")
+    try:
+        assert st.trajectories.summary(reports[1]["subagents"][0]).parent_session_id == reports[0]["trajectories"][0]
+    finally:
+        st.close()
+
+
+def test_export_since_until_filter_by_when_the_work_happened(tmp_path):
+    from typer.testing import CliRunner
+
+    from agent_rl_sandbox.cli import app
+
+    home = ["--home", str(tmp_path / "h")]
+    run = CliRunner().invoke
+    assert run(app, ["import", str(EVENT_ONLY), *home]).exit_code == 0
+    out = ["--out", str(tmp_path / "x"), "--include-unknown-tasks", *home]
+    hit = run(app, ["export", "atif", "--since", "2025-10-28", "--until", "2025-10-29", *out])
+    assert hit.exit_code == 0 and "1 rows" in hit.output, hit.output
+    miss = run(app, ["export", "atif", "--since", "2026-01-01", *out])
+    assert miss.exit_code == 1 and "selected=0" in miss.output, miss.output  # imported today, worked in 2025
+
+
+def test_claude_thinking_is_exported_as_atif_reasoning_content(store):
+    from agent_rl_sandbox.tools.formats.atif import write_document
+
+    r = import_file(store.trajectories, FIXTURES / "claude_code/session-7f3c1a52.jsonl")
+    doc = write_document(store.trajectories.get(r.trajectories[0]))
+    step = doc["steps"][1]
+    assert "pricing module first" in step["reasoning_content"] and "reasoning_content" not in step["extra"]
