@@ -71,6 +71,8 @@ class _Traj:
     first_at: datetime | None = None
     last_at: datetime | None = None
     """The session's first and last event times (what ``created_at``/``finished_at`` become)."""
+    last_raw: Any = None
+    """The last time value seen (consecutive lines and steps repeat it: parsed once)."""
 
     # builders
     def add(self, source: str, message: str, ts: Any = None, **extra: Any) -> dict:
@@ -179,6 +181,9 @@ def _parse_time(ts: Any) -> datetime | None:
 
 def _track_time(t: _Traj, ts: Any) -> None:
     """Widen ``t``'s [first, last] event window by ``ts`` (ignored when not a time)."""
+    if ts is None or ts == t.last_raw:
+        return
+    t.last_raw = ts
     dt = _parse_time(ts)
     if dt is None:
         return
@@ -775,7 +780,9 @@ def _codex_event(
             ctx.skipped[f"event_msg:{et}"] += 1
         elif not text:
             ctx.skipped[f"event_msg:{et}:empty"] += 1
-        elif role == "user" and _CODEX_CONTEXT.match(text):
+        elif role == "user" and (
+            _CODEX_CONTEXT.match(text) or p.get("kind") in ("environment_context", "user_instructions")
+        ):
             t.add("system", text, ts, context="environment")
         elif role == "user":
             t.add("user", text, ts)
@@ -1054,13 +1061,13 @@ def _whole_document(data: bytes) -> _Whole:
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":  # one value, then more: JSON Lines
             return _Whole()
-        lines = [ln for ln in text.split("\n") if ln.strip()]
+        first, _, rest = stripped.partition("\n")  # no split of the whole file: it may be large
         try:
-            json.loads(lines[0])
+            json.loads(first)
             return _Whole()  # the first line is a document of its own: JSON Lines with a bad line later
         except (ValueError, RecursionError):
             pass
-        if e.lineno > text[: len(text) - len(stripped)].count("\n") + 1 or len(lines) == 1:
+        if e.lineno > text[: len(text) - len(stripped)].count("\n") + 1 or not rest.strip():
             return _Whole(error=f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", line=e.lineno)
         return _Whole()
 
