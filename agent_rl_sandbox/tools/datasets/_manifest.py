@@ -5,10 +5,15 @@ carry ``path`` (the data file's name) and ``kind`` (``trl.language_modeling``, `
 validated without ``kind=`` takes that kind instead of being guessed per row: an export's rows often match
 two kinds (a TRL ``messages`` row is also an OpenAI chat row; a MiniMind DPO row is also a TRL preference
 row), and guessing gives ``kind_ambiguous`` for a file whose kind is written down next to it.
+
+The manifest must describe this very file: its ``sha256`` for the file has to match the file's content (a
+file edited after export, or a manifest planted beside another file, chooses nothing and the kind is
+detected as usual). The hash is computed only when the manifest names the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -18,9 +23,9 @@ MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 
 
 def manifest_kind(path: Path, known: tuple[str, ...] | frozenset[str] | dict) -> str | None:
-    """The ``kind`` the adjacent ``manifest.json`` gives for ``path`` (matched by file name), when it is one of
-    ``known``; ``None`` when there is no readable manifest, it does not list the file, or names no known
-    kind. Never raises."""
+    """The ``kind`` the adjacent ``manifest.json`` gives for ``path`` (matched by file name and ``sha256``), when
+    it is one of ``known``; ``None`` when there is no readable manifest, it does not list the file, its hash
+    differs, or it names no known kind. Never raises."""
     manifest = path.parent / MANIFEST_NAME
     try:
         if not manifest.is_file() or manifest.stat().st_size > MAX_MANIFEST_BYTES or path.name == MANIFEST_NAME:
@@ -32,5 +37,18 @@ def manifest_kind(path: Path, known: tuple[str, ...] | frozenset[str] | dict) ->
     for f in files if isinstance(files, list) else []:
         if isinstance(f, dict) and isinstance(f.get("path"), str) and Path(f["path"]).name == path.name:
             kind = f.get("kind")
-            return kind if isinstance(kind, str) and kind in known else None
+            if not (isinstance(kind, str) and kind in known and isinstance(f.get("sha256"), str)):
+                return None
+            return kind if _sha256(path) == f["sha256"] else None
     return None
+
+
+def _sha256(path: Path) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()

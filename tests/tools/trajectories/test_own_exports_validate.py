@@ -84,3 +84,12 @@ def test_validate_uses_the_kind_in_the_adjacent_manifest(home, tmp_path):
     assert [w.code for w in validate_files([alone])[0].warnings] == ["kind_ambiguous"]
     (alone.parent / "manifest.json").write_text("{not json")
     assert [w.code for w in validate_files([alone])[0].warnings] == ["kind_ambiguous"]
+    # the manifest must describe this content: a copy of the real one beside an edited file chooses nothing
+    shutil.copy(res.manifest_path, alone.parent / "manifest.json")
+    assert validate_files([alone])[0].warnings == []
+    alone.write_text(
+        "".join(
+            json.dumps(json.loads(x), indent=None, separators=(",", ":")) + "\n" for x in alone.read_text().splitlines()
+        )
+    )
+    assert [w.code for w in validate_files([alone])[0].warnings] == ["kind_ambiguous"]
