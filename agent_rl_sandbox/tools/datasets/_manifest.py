@@ -15,22 +15,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 MANIFEST_NAME = "manifest.json"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 """A manifest larger than this is not read (an export's is a few KB)."""
 
 
-def manifest_kind(path: Path, known: tuple[str, ...] | frozenset[str] | dict) -> str | None:
+def manifest_kind(
+    path: Path,
+    known: tuple[str, ...] | frozenset[str] | dict,
+    opener: Callable[[Path], BinaryIO] | None = None,
+) -> str | None:
     """The ``kind`` the adjacent ``manifest.json`` gives for ``path`` (matched by file name and ``sha256``), when
     it is one of ``known``; ``None`` when there is no readable manifest, it does not list the file, its hash
-    differs, or it names no known kind. Never raises."""
+    differs, or it names no known kind. ``opener`` opens both files (the MCP tool passes its no-follow opener,
+    so a manifest that is a symbolic link is not read). Never raises."""
     manifest = path.parent / MANIFEST_NAME
+    if path.name == MANIFEST_NAME:
+        return None
     try:
-        if not manifest.is_file() or manifest.stat().st_size > MAX_MANIFEST_BYTES or path.name == MANIFEST_NAME:
+        with (opener or _open)(manifest) as fh:
+            raw = fh.read(MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
             return None
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        doc = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     files = doc.get("files") if isinstance(doc, dict) else None
@@ -39,14 +50,18 @@ def manifest_kind(path: Path, known: tuple[str, ...] | frozenset[str] | dict) ->
             kind = f.get("kind")
             if not (isinstance(kind, str) and kind in known and isinstance(f.get("sha256"), str)):
                 return None
-            return kind if _sha256(path) == f["sha256"] else None
+            return kind if _sha256(path, opener or _open) == f["sha256"] else None
     return None
 
 
-def _sha256(path: Path) -> str | None:
+def _open(path: Path) -> BinaryIO:
+    return path.open("rb")
+
+
+def _sha256(path: Path, opener: Callable[[Path], BinaryIO]) -> str | None:
     h = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
+        with opener(path) as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     except OSError:

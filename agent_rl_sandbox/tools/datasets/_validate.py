@@ -742,8 +742,9 @@ def validate_file(
     Args:
         path: the file. Missing, a directory or unreadable gives a report with ``could_not_read`` set
             (``exit_code`` 2), never an exception.
-        kind: force every row to this kind (one of ``KINDS``); ``None`` detects the kind per row and reports
-            a file mixing kinds with the first line of each.
+        kind: force every row to this kind (one of ``KINDS``); ``None`` takes the kind an adjacent export
+            manifest names for this file (:func:`~._manifest.manifest_kind`), else detects the kind per row
+            and reports a file mixing kinds with the first line of each.
         max_errors: how many errors (and, separately, warnings) the report lists; counts by code are always
             complete and the full list goes to ``full_report_path`` when truncated.
         tokenizer_path: a ``tokenizer.json`` (or a folder with one) to count tokens with ``tokenizers``
@@ -763,6 +764,8 @@ def validate_file(
     tokenizer that cannot be loaded, ``max_length`` < 1.
     """
     leak = None
+    if kind is None:  # an export names its kind in the manifest beside it (also for the MCP tool and jobs)
+        kind = manifest_kind(Path(path), KINDS, opener)
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
     if eval_path is not None:
         table, eval_report = _eval_prompts(

@@ -15,7 +15,7 @@ from agent_rl_sandbox.cli import app
 from agent_rl_sandbox.schemas import tools as io
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.datasets import validate_files
+from agent_rl_sandbox.tools.datasets import DatasetValidateInput, validate_files
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
 from agent_rl_sandbox.tools.trajectories import ExportOptions, export_trajectories, import_file
 
@@ -93,3 +93,22 @@ def test_validate_uses_the_kind_in_the_adjacent_manifest(home, tmp_path):
         )
     )
     assert [w.code for w in validate_files([alone])[0].warnings] == ["kind_ambiguous"]
+
+
+def test_dataset_validate_and_jobs_take_the_manifest_kind_without_following_a_linked_manifest(home, tmp_path):
+    """The MCP tool (and a training job's dataset check, which calls it) read the manifest as `validate` does,
+    through the same no-follow opener as the data file: a manifest that is a symbolic link chooses nothing."""
+    s = Services.build(Settings(home=home))
+    try:
+        res = export_trajectories(s.store.trajectories, ExportOptions(format="minimind_dpo"), home / "exports")
+        out = s.datasets.validate(DatasetValidateInput(path=str(res.data_path)))
+        assert out.verdict == "valid" and out.report.warnings == [], out.report.text(5)
+        assert out.report.kinds == {"minimind.dpo": 1}
+        linked = home / "exports" / "linked"
+        linked.mkdir()
+        shutil.copy(res.data_path, linked / res.data_path.name)
+        (linked / "manifest.json").symlink_to(res.manifest_path)
+        out = s.datasets.validate(DatasetValidateInput(path=str(linked / res.data_path.name)))
+        assert [w.code for w in out.report.warnings] == ["kind_ambiguous"]
+    finally:
+        s.close()
