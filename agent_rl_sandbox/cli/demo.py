@@ -22,8 +22,11 @@ def demo(
     train: Annotated[
         bool, typer.Option("--train", help="The whole loop: collect, export, route, request, approve, train, gate.")
     ] = False,
-    sft_steps: Annotated[int, typer.Option("--sft-steps", help="SFT steps of the --train job.")] = 300,
-    lr: Annotated[float, typer.Option("--lr", help="LoRA learning rate of the --train job.")] = 5e-3,
+    sft_steps: Annotated[int, typer.Option("--sft-steps", help="SFT (warm-up) steps of the --train job.")] = 300,
+    grpo_steps: Annotated[
+        int, typer.Option("--grpo-steps", help="Agentic GRPO steps after the SFT warm-up (0: an SFT job).")
+    ] = 4,
+    lr: Annotated[float, typer.Option("--lr", help="SFT learning rate of the --train job (GRPO: a tenth).")] = 1e-2,
 ) -> None:
     """Start the server over stdio, play a good and a careless scripted agent, print their scores.
     With --train, run the whole training loop on the tiny local model (see `cli/_train_demo.py`)."""
@@ -34,7 +37,7 @@ def demo(
 
         from agent_rl_sandbox.cli._train_demo import run_train_demo
 
-        figures = run_train_demo(settings(home), Console(width=140), sft_steps=sft_steps, lr=lr)
+        figures = run_train_demo(settings(home), Console(width=140), sft_steps=sft_steps, grpo_steps=grpo_steps, lr=lr)
         verdict(figures.get("state") == "gate_passed")
         return
 

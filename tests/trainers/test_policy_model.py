@@ -154,3 +154,25 @@ def test_agentic_grpo_step_records_real_sandbox_rollouts_and_masks_tool_output(s
                 max_completion_length=192,
                 zero_variance_patience=1,
             )
+
+
+def test_agentic_hook_rows_name_train_variants_only(services):
+    from agent_rl_sandbox.trainers.agentic import AgenticDataError, environment_rows, tools_of
+
+    tasks = services.sandbox.tasks
+    train_instr = tasks["setup-triage/train-3"].instruction
+    held_instr = tasks["setup-triage/heldout-1"].instruction
+    rows = [
+        {"prompt": [{"role": "user", "content": train_instr}]},  # matched by its instruction
+        {"prompt": [{"role": "user", "content": "x"}], "task_id": "setup-triage/train-2"},  # named
+        {"prompt": [{"role": "user", "content": held_instr}]},  # a held-out variant never becomes a row
+        {"prompt": [{"role": "user", "content": "x"}], "task_id": "setup-triage/heldout-2"},
+    ]
+    out = environment_rows(rows, tasks)
+    assert [r["task_id"] for r in out] == ["setup-triage/train-3", "setup-triage/train-2"]
+    assert all(r["prompt"] == [{"role": "user", "content": ""}] for r in out)
+    with pytest.raises(AgenticDataError, match="train task variant"):
+        environment_rows(rows[2:], tasks)
+    decl = '[{"type": "function", "function": {"name": "sandbox_finish"}}]'
+    assert tools_of([{"tools": decl}]) == ("sandbox_finish",)
+    assert tools_of([{}]) == ("sandbox_exec", "sandbox_finish")
