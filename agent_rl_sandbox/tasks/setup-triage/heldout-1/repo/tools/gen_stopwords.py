@@ -5,4 +5,4 @@ TABLE = {"name": "wordcount", "size": 9}
 Path(__file__).resolve().parent.parent.joinpath("wordcount", "_generated.py").write_text(
     "TABLE = " + repr(TABLE) + "\n"
 )
-print("wrote wordcount/_generated.py")
+print("setup: generated the lookup table")

@@ -5,4 +5,4 @@ TABLE = {"name": "palette", "size": 7}
 Path(__file__).resolve().parent.parent.joinpath("palette", "_generated.py").write_text(
     "TABLE = " + repr(TABLE) + "\n"
 )
-print("wrote palette/_generated.py")
+print("setup: generated the lookup table")

@@ -5,4 +5,4 @@ TABLE = {"name": "notecards", "size": 9}
 Path(__file__).resolve().parent.parent.joinpath("notecards", "_generated.py").write_text(
     "TABLE = " + repr(TABLE) + "\n"
 )
-print("wrote notecards/_generated.py")
+print("setup: generated the lookup table")

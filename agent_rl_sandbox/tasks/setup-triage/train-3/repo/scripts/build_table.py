@@ -5,4 +5,4 @@ TABLE = {"name": "tallysheet", "size": 10}
 Path(__file__).resolve().parent.parent.joinpath("tallysheet", "_generated.py").write_text(
     "TABLE = " + repr(TABLE) + "\n"
 )
-print("wrote tallysheet/_generated.py")
+print("setup: generated the lookup table")

@@ -5,4 +5,4 @@ TABLE = {"name": "unitmap", "size": 7}
 Path(__file__).resolve().parent.parent.joinpath("unitmap", "_generated.py").write_text(
     "TABLE = " + repr(TABLE) + "\n"
 )
-print("wrote unitmap/_generated.py")
+print("setup: generated the lookup table")

@@ -5,4 +5,4 @@ TABLE = {"name": "glossary", "size": 8}
 Path(__file__).resolve().parent.parent.joinpath("glossary", "_generated.py").write_text(
     "TABLE = " + repr(TABLE) + "\n"
 )
-print("wrote glossary/_generated.py")
+print("setup: generated the lookup table")
