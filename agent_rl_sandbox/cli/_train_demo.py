@@ -266,17 +266,12 @@ EMBEDDING_SCALE = 10.0
 
 def _sharpen(model_dir: Path) -> None:
     """Scale the tiny model's token embeddings (tied to the output layer) by :data:`EMBEDDING_SCALE`
-    and save it in place, noting it in ``demo_base.json``. With init-tiny's std-0.02 init the logits
-    are near zero and a LoRA adapter (embeddings and final norm frozen) cannot make any token
-    confident (measured: SFT entropy stuck at ln(vocab)); scaled, LoRA SFT learns."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    in place (:func:`~agent_rl_sandbox.trainers.policy_model.scale_embeddings`). With init-tiny's
+    std-0.02 init the logits are near zero and a LoRA adapter (embeddings and final norm frozen)
+    cannot make any token confident (measured: SFT entropy stuck at ln(vocab)); scaled, LoRA SFT learns."""
+    from agent_rl_sandbox.trainers.policy_model import scale_embeddings
 
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
-    with torch.no_grad():
-        model.get_input_embeddings().weight.mul_(EMBEDDING_SCALE)
-    model.save_pretrained(str(model_dir))
-    (model_dir / "demo_base.json").write_text(json.dumps({"embedding_scale": EMBEDDING_SCALE}) + "\n")
+    scale_embeddings(model_dir, EMBEDDING_SCALE)
 
 
 def _answer_and_kill_switch(services: Any, settings: Any, model_dir: Path, ws: Path, p: _Progress) -> None:

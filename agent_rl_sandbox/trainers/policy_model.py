@@ -129,3 +129,17 @@ class TransformersPolicy:
             args, err = _arguments(fn.get("arguments"))
             tool_calls.append(ToolCall(str(fn.get("name") or ""), args, err, raw=json.dumps(fn, default=str)[:500]))
         return AssistantTurn(text=content.strip(), tool_calls=tool_calls, completion_tokens=len(completion))
+
+
+def scale_embeddings(model_dir: str | Path, factor: float) -> None:
+    """Multiply the token embeddings of the model in ``model_dir`` (tied to its output layer in the
+    tiny model, so the logits scale too) by ``factor`` and save it in place, recording the factor
+    in ``embedding_scale.json``. ``demo --train`` uses it on the tiny model (see ``cli/_train_demo.py``)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    with torch.no_grad():
+        model.get_input_embeddings().weight.mul_(factor)
+    model.save_pretrained(str(model_dir))
+    Path(model_dir, "embedding_scale.json").write_text(json.dumps({"embedding_scale": factor}) + "\n", encoding="utf-8")
