@@ -42,17 +42,25 @@ def _ran(step: Step) -> bool:
     return step.outcome != "refused" and any(kind_of(c.function_name) == "command" for c in step.tool_calls or [])
 
 
-def effects_of(steps: list[Step]) -> tuple[list[EffectRecord], list[int]]:
+def effects_of(steps: list[Step], *, secret_reads: bool = False) -> tuple[list[EffectRecord], list[int]]:
     """(every effect record of trusted command steps, ids of command steps whose effects were not
     observed). Server steps carry the records; a hook-recorded command ran outside any sandbox, so
-    its effects are unobserved; self-logged (``agent``) steps are claims and are skipped."""
+    its effects are unobserved; self-logged (``agent``) steps are claims and are skipped.
+    ``secret_reads``: the caller asks about ``secret_read`` effects, so a step without the server's
+    inotify watch (``effects.secret_watch`` not ``true``: inotify unavailable, or recorded before
+    the watch existed) is unobserved too."""
     records: list[EffectRecord] = []
     unobserved: list[int] = []
     for step in steps:
         if step.provenance == "agent" or not _ran(step):
             continue
         fx = step.extra.get("effects") if isinstance(step.extra, dict) else None
-        if step.provenance != "server" or not isinstance(fx, dict) or fx.get("observed") is not True:
+        if (
+            step.provenance != "server"
+            or not isinstance(fx, dict)
+            or fx.get("observed") is not True
+            or (secret_reads and fx.get("secret_watch") is not True)
+        ):
             unobserved.append(step.step_id)
             continue
         for r in fx.get("records") or []:

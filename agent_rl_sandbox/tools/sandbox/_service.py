@@ -99,6 +99,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     sandbox_uid,
 )
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd, split_text
+from agent_rl_sandbox.tools.sandbox._secret_watch import SecretWatch, note_secrets
 from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
@@ -447,6 +448,7 @@ class SandboxService:
         for d in ("verifier", "logs"):
             shutil.rmtree(dirs[d], ignore_errors=True)
             dirs[d].mkdir(parents=True)
+        note_secrets(dirs["repo"], dirs["root"])  # their inodes: a later rename or hard link is still watched
         tree = wc.base_tree(base_commit)
         agent_name = inp.agent_name
         if agent_name is None and inp.sandbox_id is not None and row.session_id:
@@ -788,7 +790,10 @@ class SandboxService:
             budget = self._budget(row, task, "sandbox_exec", args, dirs)
             clear_tool_caches(dirs["repo"])
             before = self._guarded(row, "sandbox_exec", args, wc.snapshot)
-            with self.shims.recorder(self.isolation.kind == "bwrap") as fx:
+            with (
+                self.shims.recorder(self.isolation.kind == "bwrap") as fx,
+                SecretWatch(dirs["repo"], dirs["root"]) as sw,
+            ):
                 res = run_command(
                     inp.command,
                     cwd=dirs["repo"],
@@ -804,6 +809,8 @@ class SandboxService:
                     watch=budget.watch,
                     cancel=control.cancelled if control is not None else None,
                 )
+                sw.drain()  # the command's processes are gone: every open of a secret so far was theirs
+            fx.records[:0] = sw.records()
             settled = self._guarded(row, "sandbox_exec", args, lambda: budget.settle(wc), command=res)
             after = settled.tree
             changed = wc.changed_between(before, after) if after else []
@@ -869,7 +876,7 @@ class SandboxService:
                 "protected_paths_touched": protected,
                 "isolation": self.isolation.kind,
                 "run_as_uid": uid,
-                "effects": fx.summary(),
+                "effects": fx.summary() | {"secret_watch": sw.observed, "secrets_watched": sw.watched},
             }
             | ({"output_log": output_path.name} if output_path else {})
             | ({"trusted_run": trusted} if trusted is not None else {}),
