@@ -10,7 +10,16 @@ output. Under bubblewrap every command of a sandbox sees:
   (``/usr/bin/curl``, ``/bin/wget`` through the merged-``/usr`` link, the interpreter's ``pip``),
   so an absolute path, a changed ``PATH``, ``$(printf 'c%sl' ur)``, ``eval`` of base64, ``xargs
   sh -c`` or a ``make`` target built from pieces all end in the shim;
-- the interpreter's ``pip`` package replaced by a shim package (``python -m pip``);
+- every copy of pip the sandbox can see replaced by a shim (:func:`visible_pip_copies`, one walk of
+  the visible folders per server process): each ``pip`` package folder (the interpreter's
+  ``site-packages/pip``, the system Python's ``dist-packages/pip``, a bundled interpreter's) by a
+  shim package, each ``pip-*.whl``/``pip*.pyz`` (``ensurepip/_bundled``, ``/usr/share/python-wheels``)
+  by a zip of that package, each ``get-pip*.py`` by the pip shim; so ``python -m pip`` under any
+  interpreter and flags, ``python pip.whl/pip``, a zipimport of a wheel and a copy of any of them
+  all run the shim. ``ensurepip`` (``python -m venv``) still works: its bundled-wheel install
+  (exactly ``install --no-cache-dir --no-index --find-links DIR ... pip [setuptools]``) copies the
+  shim package (from ``/run/ars/pip``) into the new environment without a record, so that
+  environment's pip is a shim as well;
 - ``/run/ars/effects.sock``: a unix socket served by the server for the duration of the command.
 
 A shim sends one JSON line (its tool, kind and arguments) to the socket, then fails like an offline
@@ -43,8 +52,11 @@ Without bubblewrap nothing can be bound over the host's tools, so effects are no
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import glob
 import hashlib
+import io
 import json
 import os
 import selectors
@@ -55,6 +67,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import cast
 
@@ -219,6 +232,43 @@ def fetch_target(args):
     return target, url
 
 
+def ensurepip_bootstrap(args):
+    # ensurepip (python -m venv, python -m ensurepip) installing pip from its bundled wheel (every
+    # such wheel is a shim): put the shim package where pip would go, so the new pip is a shim too
+    # and a later `python -m pip` in the venv is recorded. Nothing else matches.
+    if args[:5] != ["install", "--no-cache-dir", "--no-index", "--find-links", args[4] if len(args) > 4 else ""]:
+        return False
+    rest = args[5:]
+    opts = {"--upgrade", "--user", "--force-reinstall", "-v", "-vv", "-vvv", "--root"}
+    root, user, names, i = "", False, [], 0
+    while i < len(rest):
+        a = rest[i]
+        if a == "--root" and i + 1 < len(rest):
+            root, i = rest[i + 1], i + 2
+            continue
+        if a == "--user":
+            user = True
+        elif a not in opts:
+            names.append(a)
+        i += 1
+    if not names or not set(names) <= {"pip", "setuptools"}:
+        return False
+    import sysconfig
+    try:
+        target = sysconfig.get_path("purelib", os.name + "_user") if user else sysconfig.get_path("purelib")
+        if root:
+            target = os.path.join(root, target.lstrip(os.sep))
+        dest = os.path.join(target, "pip")
+        os.makedirs(dest, exist_ok=True)
+        for name in ("__init__.py", "__main__.py", "_internal/__init__.py", "_internal/main.py", "_internal/cli/__init__.py", "_internal/cli/main.py"):
+            os.makedirs(os.path.dirname(os.path.join(dest, name)), exist_ok=True)
+            with open(os.path.join("/run/ars/pip", name), "rb") as src, open(os.path.join(dest, name), "wb") as out:
+                out.write(src.read())
+    except (OSError, KeyError, TypeError):
+        return False
+    return True
+
+
 def host_of(url):
     return url.split("://", 1)[-1].split("/", 1)[0] or "the host"
 
@@ -253,6 +303,8 @@ def main(argv=None):
         sys.stderr.write("%s: network is unreachable\n" % TOOL)
         sys.exit(1)
     if KIND == "install":
+        if TOOL == "pip" and ensurepip_bootstrap(args):
+            sys.exit(0)
         record("install")
         if TOOL.startswith("pip"):
             sys.stderr.write("ERROR: Could not install packages: network is unreachable (the sandbox is offline)\n")
@@ -299,11 +351,66 @@ def _shim_text(python: str, tool: str, kind: str) -> str:
 
 
 def _pip_package() -> dict[str, str]:
-    """The stand-in for the interpreter's ``pip`` package: ``python -m pip`` and ``pip.main()``."""
+    """The stand-in for every ``pip`` package: ``python -m pip``, ``pip.main()``, ``python
+    pip.whl/pip``. ``__main__`` is self-contained (it imports no ``pip``, so it works from a wheel
+    or a copy wherever it is)."""
+    head = '"""agent-rl-sandbox: server-owned stand-in for pip (records and fails offline)."""\nTOOL = "pip"\nKIND = "install"\n'
+    entry = "from ... import main as _shim\n\n\ndef main(args=None):\n    return _shim(args)\n"
     return {
-        "__init__.py": f'"""agent-rl-sandbox: server-owned stand-in for pip (records and fails offline)."""\nTOOL = "pip"\nKIND = "install"\n{_SHIM_SOURCE}',
-        "__main__.py": "from pip import main\n\nmain()\n",
+        "__init__.py": head + _SHIM_SOURCE,
+        "__main__.py": head + _SHIM_SOURCE + "\nmain()\n",
+        # pip's own entry points (console scripts, ``pip._internal.main``): the same shim
+        "_internal/__init__.py": "from .. import main\n",
+        "_internal/main.py": entry.replace("...", ".."),
+        "_internal/cli/__init__.py": "",
+        "_internal/cli/main.py": entry,
     }
+
+
+def _pip_archive(package: dict[str, str]) -> bytes:
+    """A zip (valid as a wheel and as a zipapp) holding the stand-in ``pip`` package and a
+    top-level ``__main__``: bound over every ``pip-*.whl`` and ``pip*.pyz``, so ``python
+    pip.whl/pip install``, ``python pip.pyz install``, ``ensurepip`` and a zipimport of the wheel
+    all run the shim. Fixed timestamps: the same bytes every time."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        entries = {f"pip/{n}": t for n, t in package.items()} | {"__main__.py": package["__main__.py"]}
+        entries["pip-99.0.dist-info/METADATA"] = "Metadata-Version: 2.1\nName: pip\nVersion: 99.0\n"
+        entries["pip-99.0.dist-info/WHEEL"] = (
+            "Wheel-Version: 1.0\nGenerator: agent-rl-sandbox\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        entries["pip-99.0.dist-info/RECORD"] = ""
+        for name, text in entries.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            z.writestr(info, text)
+    return buf.getvalue()
+
+
+_PIP_FILE_PATTERNS = ("pip-*.whl", "pip*.pyz", "get-pip*.py")
+"""Files that carry a whole pip (its wheels, zipapps, the bootstrap script)."""
+
+
+@functools.cache
+def visible_pip_copies(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every copy of pip under ``roots`` (the folders a sandbox sees): ``(packages, files)``,
+    real paths. A package is a folder named ``pip`` holding ``__init__.py`` (any ``site-packages``,
+    ``dist-packages``, a bundled interpreter's, a vendored copy); a file matches
+    :data:`_PIP_FILE_PATTERNS` (``ensurepip/_bundled``, ``/usr/share/python-wheels``, virtualenv's
+    embedded wheels). Symlinks are not followed (their targets are under a root or invisible).
+    Walks the whole tree once per process (a few seconds for a full ``/usr``)."""
+    packages: set[str] = set()
+    files: set[str] = set()
+    for root in roots:
+        for d, _dirs, names in os.walk(root):
+            if os.path.basename(d) == "pip" and "__init__.py" in names:
+                packages.add(os.path.realpath(d))
+            for n in names:
+                if any(fnmatch.fnmatchcase(n, pat) for pat in _PIP_FILE_PATTERNS):
+                    f = os.path.join(d, n)
+                    if os.path.isfile(f) and not os.path.islink(f):
+                        files.add(os.path.realpath(f))
+    return tuple(sorted(packages)), tuple(sorted(files))
 
 
 class ShimSet:
@@ -326,17 +433,22 @@ class ShimSet:
                 tools.setdefault(os.path.basename(p), "install")
         self._tools = tools
         files = {f"bin/{t}": _shim_text(self.python, t, k) for t, k in {**tools, RAN_TOOL: "ran_download"}.items()}
-        files |= {f"pip/{n}": text for n, text in _pip_package().items()}
-        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+        package = _pip_package()
+        files |= {f"pip/{n}": text for n, text in package.items()}
+        files["get-pip.py"] = _shim_text(self.python, "pip", "install")
+        archive = _pip_archive(package)
+        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode() + archive).hexdigest()[:16]
         final = self.root / f"v-{digest}"
         if final.is_dir():
             return final
         tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=self.root))
         for rel, text in files.items():
             f = tmp / rel
-            f.parent.mkdir(mode=0o755, exist_ok=True)
+            f.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             f.write_text(text)
             f.chmod(0o755 if rel.startswith("bin/") else 0o644)
+        (tmp / "pip.whl").write_bytes(archive)
+        (tmp / "pip.whl").chmod(0o644)
         tmp.chmod(0o755)
         try:
             tmp.rename(final)
@@ -375,12 +487,20 @@ class ShimSet:
                     continue
                 seen.add(real)
                 out.append(("ro", real, folder / "bin" / tool))
-        for _, prefix in python_mounts():
-            for pkg in glob.glob(str(prefix / "lib" / "python3*" / "site-packages" / "pip")):
-                real = Path(os.path.realpath(pkg))
-                if real.is_dir() and real not in seen:
-                    seen.add(real)
-                    out.append(("ro", real, folder / "pip"))
+        out.append(("ro", Path(SHIM_DIR).parent / "pip", folder / "pip"))
+        roots = tuple(dict.fromkeys(str(v) for v in visible if v.is_dir()))
+        packages, pip_files = visible_pip_copies(roots)
+        for pkg in packages:
+            real = Path(pkg)
+            if real.is_dir() and real not in seen and any(real.is_relative_to(v) for v in visible):
+                seen.add(real)
+                out.append(("ro", real, folder / "pip"))
+        for f in pip_files:
+            real = Path(f)
+            if real in seen or not any(real.is_relative_to(v) for v in visible):
+                continue
+            seen.add(real)
+            out.append(("ro", real, folder / ("get-pip.py" if real.name.startswith("get-pip") else "pip.whl")))
         return out
 
     def recorder(self, observed: bool) -> EffectRecorder:
