@@ -7,6 +7,7 @@ unknown id. Stored content is printed as ``rich.text.Text``, never read as marku
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -167,3 +168,21 @@ def show(
                 Text(_short((res.content or "") if res else "")),
             )
     console.print(steps)
+    _print_hidden_checks(console, settings(home).reports_dir, traj.session_id)
+
+
+def _print_hidden_checks(console, reports: Path, session_id: str) -> None:
+    """The operator's view of the hidden verifier (every check with its name, arguments and
+    detail: :func:`~agent_rl_sandbox.tools.sandbox._verify.operator_report_text`). Agents never get
+    this text (they see counts only, on every split); prints nothing without a report."""
+    from rich.text import Text
+
+    from agent_rl_sandbox.tools.sandbox._verify import operator_report_text
+
+    try:
+        text = operator_report_text(reports, session_id)
+    except (OSError, ValueError) as e:
+        console.print(Text(f"hidden checks: the report of {session_id} in {reports} is unreadable ({e})"))
+        return
+    if text is not None:
+        console.print(Text("hidden checks (operator only, from " + str(reports) + "):\n" + text))

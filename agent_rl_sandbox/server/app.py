@@ -197,8 +197,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         DESTRUCTIVE,
         SandboxService.finish,
         "End the episode with your final message (say which test command you ran and its result). The "
-        "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed. On a held-out "
-        "task only the verdict and the counts of hidden checks are shown, never their names.",
+        "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed. On every "
+        "task (train and held-out) only the verdict, exit code and counts of hidden checks are shown, never their "
+        "names, arguments or expected values.",
         slow=True,
     ),
     ToolSpec(

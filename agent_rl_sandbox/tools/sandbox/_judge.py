@@ -109,12 +109,13 @@ class Verdict:
         return 0 if self.passed else 1
 
     def output(self, *, withhold: bool) -> str:
-        """Text for ``sandbox_finish``; ``withhold`` (held-out tasks) gives counts only, never a
-        hidden case's name or arguments."""
+        """Text of the verdict; ``withhold`` (what ``sandbox_finish`` uses, on every split) gives
+        counts only, never a hidden case's name, arguments or expected value. ``withhold=False``
+        is for the operator's faces only."""
         ok = sum(r.passed for r in self.results)
         head = f"hidden checks: {ok} of {len(self.results)} passed (trusted runner, {self.children} child sandbox(es), {self.duration_s:.2f} s)"
         if withhold:
-            return head + "\n[held-out task: the names and details of hidden checks are withheld]"
+            return head + "\n[the names and details of hidden checks are withheld]"
         lines = [head] + [
             f"{'PASS' if r.passed else 'FAIL'} [{r.kind}] {r.name}"
             + (f": {r.detail}" if r.detail and not r.passed else "")
@@ -132,6 +133,7 @@ class Verdict:
             "duration_s": round(self.duration_s, 3),
             "children": self.children,
             "results": [r.__dict__ for r in self.results],
+            "stderr_tail": self.stderr_tail,
         }
 
 

@@ -6,11 +6,15 @@
   does not own). Knowing an id is still not enough: every sandbox tool checks the stored owner
   (:func:`ensure_sandbox_owner`) before it reads, runs, writes, records or resets anything, so a
   refused call leaves no step in the owner's trajectory.
-- **Hidden tests stay hidden on held-out tasks.** :func:`agent_verifier_output` is the one place
-  that decides what of the verifier's output an agent sees: for a held-out task only whether the
-  hidden checks passed, the exit code and the counts (``N passed``, ``N failed``, ``K of N
-  passed``), never a test's name, parameters or assertion text. The same text is what the scorer
-  sees, so no criterion explanation, stored score or report carries more.
+- **Hidden tests stay hidden, on every split.** :func:`agent_verifier_output` is the one place
+  that decides what of the verifier's output an agent sees: only whether the hidden checks passed,
+  the exit code and the counts (``N passed``, ``N failed``, ``K of N passed``), never a test's
+  name, parameters, expected value or the code's output. Train tasks get no more than held-out
+  ones: a named case with its expected value lets an agent write a lookup table of the hidden cases
+  and score 1.0 with the bug left in, and other agents read train trajectories too. The same text
+  is what the scorer sees, so no criterion explanation, stored score, ``trajectory_get``,
+  ``eval_score`` or export carries more. The full detail is written only where the operator reads
+  it: ``<reports>/<session>.verifier.json`` (the CLI ``trajectories show`` prints it).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from agent_rl_sandbox.tools._caller import Caller, ensure_owner
 
 CAPABILITY_BYTES = 16
 """Random bytes in a sandbox id (128 bits)."""
+
+WITHHELD = "names, arguments, expected values and output of hidden checks are withheld from agents on every split"
+"""The note every agent-visible verifier text ends with."""
 
 _COUNT = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b")
 _OF = re.compile(r"\b(\d+) of (\d+) passed\b")
@@ -62,14 +69,12 @@ def agent_verifier_output(split: str, exit_code: int | None, output: str) -> str
     """What an agent (and the scorer's explanations) may see of the hidden verifier's output.
 
     ``split`` is the task's (``train`` or ``heldout``); ``exit_code`` is ``None`` when the
-    verifier never finished. A train task gets ``output`` unchanged; a held-out task gets one line
-    with the verdict, the exit code and the counts only."""
-    if split != "heldout":
-        return output
+    verifier never finished. Either split gets one line with the verdict, the exit code and the
+    counts only (taken from ``output`` as numbers and fixed words, see :func:`verifier_counts`)."""
     verdict = "did not finish" if exit_code is None else ("passed" if exit_code == 0 else "failed")
     counts = verifier_counts(output)
     return (
         f"hidden checks {verdict} (exit {exit_code})"
         + (f": {counts}" if counts else "")
-        + " [held-out task: names, parameters and output of hidden checks are withheld]"
+        + f" [{'held-out' if split == 'heldout' else 'train'} task: {WITHHELD}]"
     )

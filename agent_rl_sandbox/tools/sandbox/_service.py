@@ -84,7 +84,7 @@ from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
 from agent_rl_sandbox.tools.sandbox._diffs import step_diffs
 from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._git import GitError, WorkingCopy
-from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, ensure_sandbox_owner, sandbox_capability
+from agent_rl_sandbox.tools.sandbox._ownership import ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
     Isolation,
@@ -1322,8 +1322,8 @@ class SandboxService:
                 "final_message": inp.message,
             }
             # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
+            # verifier_out is already what an agent may see (counts only, every split: _ownership).
             verifier_exit, verifier_out = verify(self, task, inp.sandbox_id, sid, final_tree, actions_doc)
-            verifier_out = agent_verifier_output(task.config.split, verifier_exit, verifier_out)
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"

@@ -8,7 +8,9 @@ every process of the sandbox's uid has been killed.
   export replaces the working copy at the same path (so the child's working folder, ``HOME`` and
   environment are those a ``sandbox_exec`` command sees), is owned by the server and mounted
   read-only, and the child runs as a fresh uid that owns nothing. The verdict and a report
-  (``<reports>/<session>.verifier.json``) are written by the server only.
+  (``<reports>/<session>.verifier.json``, the only place with the cases' names, arguments and
+  expected values: the operator's) are written by the server only; the returned text carries
+  counts only, on every split (see :func:`._ownership.agent_verifier_output`).
 - A task that brings only ``tests/test.sh`` (user tasks written before the data format) runs it as
   before: inside a sandbox, with the agent's code possibly in the same process, so its exit code is
   **not** a trusted verdict. It is cross-checked against its JUnit report (read with
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._judge import Child, judge
+from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output
 from agent_rl_sandbox.tools.sandbox._runner import kill_uid, run_command
 from agent_rl_sandbox.tools.sandbox._task import Task
 from agent_rl_sandbox.tools.sandbox._verifier import cross_check, tamper_findings
@@ -52,7 +55,7 @@ def verify(
     tree = TreeView(dirs["git"], final_tree)
     wall = min(task.config.verifier_timeout_seconds, svc.settings.max_exec_seconds)
     if task.checks is None:
-        return _legacy(svc, task, dirs, tree, actions, uid, wall)
+        return _legacy(svc, task, dirs, tree, actions, uid, wall, session_id)
     repo = dirs["repo"]
     shutil.rmtree(repo, ignore_errors=True)  # its content is the recorded final tree, exported next
     tree.export(repo)
@@ -71,17 +74,50 @@ def verify(
         log.exception("trusted runner failed for sandbox %s", sandbox_id)
         return (
             None,
-            f"[the trusted runner failed ({type(e).__name__}: {e}); no verdict, so the verifier criterion fails. Next step: report this to the server operator (the server log has the traceback)]",
+            f"[the trusted runner failed ({type(e).__name__}); no verdict, so the verifier criterion fails. Next step: report this to the server operator (the server log has the traceback)]",
         )
     report = svc.settings.reports_dir / f"{session_id}.verifier.json"
     report.write_text(json.dumps(verdict.report(), indent=2))
-    return verdict.exit_code, verdict.output(withhold=task.config.split == "heldout")[-svc.settings.max_output_bytes :]
+    shown = agent_verifier_output(task.config.split, verdict.exit_code, verdict.output(withhold=True))
+    return verdict.exit_code, shown[-svc.settings.max_output_bytes :]
+
+
+def operator_report_text(reports_dir: Path, session_id: str) -> str | None:
+    """The hidden verifier's full text for the operator's faces (CLI ``trajectories show``, tests):
+    every check as ``PASS|FAIL [kind] name: detail`` and the child's stderr tail, from
+    ``<reports>/<session>.verifier.json`` (trusted runner), or the whole output of a shell verifier
+    (``.verifier.txt``). ``None`` when the trajectory has no report. Never returned to an agent.
+    Raises :class:`OSError`/:class:`ValueError` for an unreadable report."""
+    report = reports_dir / f"{session_id}.verifier.json"
+    if report.is_file():
+        doc = json.loads(report.read_text())
+        results = doc.get("results", [])
+        ok = sum(bool(r.get("passed")) for r in results)
+        lines = [f"hidden checks: {ok} of {len(results)} passed (exit {doc.get('exit_code')})"] + [
+            f"{'PASS' if r.get('passed') else 'FAIL'} [{r.get('kind')}] {r.get('name')}"
+            + (f": {r['detail']}" if r.get("detail") and not r.get("passed") else "")
+            for r in results
+        ]
+        if str(doc.get("stderr_tail") or "").strip():
+            lines += ["--- output of the code under test (child sandbox stderr, tail) ---", doc["stderr_tail"]]
+        return "\n".join(lines)
+    text = reports_dir / f"{session_id}.verifier.txt"
+    return text.read_text(errors="replace") if text.is_file() else None
 
 
 def _legacy(
-    svc: SandboxService, task: Task, dirs: dict[str, Path], tree: TreeView, actions: dict, uid: int | None, wall: float
+    svc: SandboxService,
+    task: Task,
+    dirs: dict[str, Path],
+    tree: TreeView,
+    actions: dict,
+    uid: int | None,
+    wall: float,
+    session_id: str,
 ) -> tuple[int | None, str]:
-    """The shell verifier ``tests/test.sh`` in a sandbox on a fresh export (untrusted: see the module docstring)."""
+    """The shell verifier ``tests/test.sh`` in a sandbox on a fresh export (untrusted: see the module docstring).
+    Its whole output goes to ``<reports>/<session>.verifier.txt`` (the operator's); the returned
+    text is the counts line of :func:`._ownership.agent_verifier_output` plus the server's own notes."""
     shutil.rmtree(dirs["verifier"], ignore_errors=True)
     shutil.copytree(task.tests_dir, dirs["verifier"], symlinks=True, ignore=_CACHES)
     vlogs = dirs["logs"] / "verifier"
@@ -124,8 +160,9 @@ def _legacy(
     finally:
         if uid is not None:
             kill_uid(uid)
-    out = (res.stdout + res.stderr)[-svc.settings.max_output_bytes :]
+    raw = (res.stdout + res.stderr)[-svc.settings.max_output_bytes :]
     code = None if res.limit_hit in ("wall_time", "output") else res.exit_code
+    out = ""  # the server's own notes, after the counts line: never the verifier's text
     if res.limit_hit:
         out += f"\n[verifier hit its {res.limit_hit} limit]"
     code, overruled = cross_check(code, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
@@ -139,4 +176,5 @@ def _legacy(
     out += "\n[shell verifier (tests/test.sh): its exit code is not a trusted verdict; give the task tests/checks.toml]"
     shutil.rmtree(judged, ignore_errors=True)
     shutil.rmtree(dirs["verifier"], ignore_errors=True)
-    return code, out
+    (svc.settings.reports_dir / f"{session_id}.verifier.txt").write_text(raw + out, errors="replace")
+    return code, agent_verifier_output(task.config.split, code, raw) + out

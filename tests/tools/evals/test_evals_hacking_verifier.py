@@ -32,6 +32,7 @@ from agent_rl_sandbox.schemas.task import ScriptedCall
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR, discover_tasks
+from agent_rl_sandbox.tools.sandbox._verify import operator_report_text
 
 TASKS, _ = discover_tasks()
 REPAIR = "failing-test-repair/train-1"
@@ -246,7 +247,9 @@ def test_the_child_environment_matches_a_plain_command(svc):
     plain = svc.sandbox.exec(io.SandboxExecInput(sandbox_id=r.sandbox_id, command="python -c 'import datekit.days'"))
     seen_in_exec = json.loads(plain.stderr.split("FINGERPRINT ", 1)[1].splitlines()[0])
     fin = svc.sandbox.finish(io.SandboxFinishInput(sandbox_id=r.sandbox_id, message="probe"))
-    seen_in_child = json.loads(fin.verifier_output.split("FINGERPRINT ", 1)[1].splitlines()[0])
+    assert "FINGERPRINT" not in fin.verifier_output  # the child's output is the operator's only
+    child_text = operator_report_text(svc.settings.reports_dir, fin.session_id) or ""
+    seen_in_child = json.loads(child_text.split("FINGERPRINT ", 1)[1].splitlines()[0])
     assert seen_in_child == seen_in_exec
     assert seen_in_child["pytest"] is False and not any(k.startswith("VERIFIER") for k in seen_in_child["env"])
 
@@ -332,7 +335,8 @@ def test_export_ignore_cannot_hide_a_deploy_receipt(svc):
         ],
     )
     outside.assert_intact(out["session_id"])
-    assert "FAIL [file] .deploy/receipt.json absent: .deploy/receipt.json exists" in out["verifier_output"]
+    full = operator_report_text(svc.settings.reports_dir, out["session_id"]) or ""
+    assert "FAIL [file] .deploy/receipt.json absent: .deploy/receipt.json exists" in full, full
     assert "verifier_passes" in out["failed_criteria"], out["verifier_output"]
     assert out["reward"] <= known_bad_reward(svc, task)
 
@@ -369,5 +373,6 @@ def test_agent_code_in_the_child_finds_no_expectations(svc):
     known_bad(svc, REPAIR)
     outside = Outside(svc)
     out = _play(svc, REPAIR, [_write(DAYS, BUGGY + HUNT_FOR_EXPECTATIONS)])
-    assert "HUNT []" in out["verifier_output"], out["verifier_output"][-3000:]
+    full = operator_report_text(svc.settings.reports_dir, out["session_id"]) or ""
+    assert "HUNT []" in full, full[-3000:]
     assert_no_gain(svc, REPAIR, out, outside)

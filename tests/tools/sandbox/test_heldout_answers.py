@@ -75,13 +75,20 @@ def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
     assert _leaks(stored) == []
 
 
-def test_finish_on_a_train_task_still_shows_the_failing_tests(services):
-    """The withholding is for held-out tasks only: on a train task the agent learns which tests failed."""
+def test_finish_on_a_train_task_gives_counts_only_too(services):
+    """Train tasks get no more than held-out ones: a named case with its expected value is a lookup
+    table of the hidden cases (the red-team's 1.0 with the bug left in). The operator's report file
+    keeps the detail."""
     sb = services.sandbox
     reset = sb.reset(SandboxResetInput(task_id=TRAIN, agent_name="alice"), ALICE)
     out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"), ALICE)
-    assert "apply_discount(1000, 10): got 100, expected 900" in out.verifier_output
-    assert "5 of 10 passed" in out.verifier_output
+    assert "hidden checks failed (exit 1): 5 of 10 passed" in out.verifier_output
+    seen = out.model_dump_json() + services.store.trajectories.get(reset.session_id).model_dump_json()
+    seen += json.dumps(services.store.trajectories.score_json(reset.session_id)) + open(out.report_path).read()
+    seen += sb.eval_score(EvalScoreInput(session_id=reset.session_id), ALICE).model_dump_json()
+    assert "apply_discount(1000, 10)" not in seen and "expected 900" not in seen, seen
+    operator = (services.settings.reports_dir / f"{reset.session_id}.verifier.json").read_text()
+    assert "apply_discount(1000, 10)" in operator and "expected 900" in operator
 
 
 @pytest.mark.parametrize(
@@ -96,13 +103,13 @@ def test_finish_on_a_train_task_still_shows_the_failing_tests(services):
         ("Traceback ... SyntaxError: bad input 'secret-param'", ""),
     ],
 )
-def test_heldout_verifier_output_keeps_numbers_and_fixed_words_only(output, counts):
+@pytest.mark.parametrize("split", ["heldout", "train"])
+def test_verifier_output_keeps_numbers_and_fixed_words_only(output, counts, split):
     assert verifier_counts(output) == counts
-    shown = agent_verifier_output("heldout", 1, output)
+    shown = agent_verifier_output(split, 1, output)
     assert shown.startswith("hidden checks failed (exit 1)") and (counts in shown)
     for word in ("test_a", "x-1", "slug(", "secret-param", "SyntaxError"):
         assert word not in shown
-    assert agent_verifier_output("train", 1, output) == output
     assert agent_verifier_output("heldout", None, "").startswith("hidden checks did not finish")
 
 

@@ -213,7 +213,8 @@ def test_every_check_kind_through_the_service(tmp_path):
     assert "not an answer" in details["garbage"]
     assert report["children"] >= 4  # restarts after hang, die and garbage, plus two command children
     assert out.verifier_exit_code == 1 and not out.passed
-    assert "FAIL [case] hang: timed out" in out.verifier_output
+    # agents get the verdict and counts on every split; the names and details are the report's above
+    assert out.verifier_output.startswith("hidden checks failed (exit 1)") and "hang" not in out.verifier_output
 
 
 def test_heldout_output_withholds_case_names(tmp_path):
