@@ -468,6 +468,13 @@ class TrajectoryExportInput(_In):
         description="Also export trajectories with no task id or an unknown task (left out by default; "
         "recorded in the manifest).",
     )
+    include_self_reported: bool = Field(
+        default=False,
+        description="Also export self-reported trajectories (logged with trajectory_log_step, or imported: "
+        "no reward computed by the server). Off by default: only trajectories whose reward the server "
+        "computed from verified sandbox state are exported. Only your own trajectories are ever exported; the "
+        "manifest counts them by trust (by_trust) and owner (by_owner).",
+    )
 
 
 class TrajectoryExportOutput(_Out):
@@ -478,6 +485,10 @@ class TrajectoryExportOutput(_Out):
     manifest_path: str
     counts: dict[str, int] = Field(description="Trajectories considered, skipped, truncated or dropped, by reason.")
     source_trajectories: int
+    by_trust: dict[str, int] = Field(
+        default_factory=dict, description="Exported trajectories by trust: server_scored, self_reported."
+    )
+    owner_scope: str = Field(default="caller", description="caller: only your own trajectories were considered.")
     sha256: str
     valid: bool = Field(description="Whether the dataset validator accepted the data file (kind from the format).")
     validation_errors: list[str] = Field(default_factory=list, description="First validator errors (line, path, code).")

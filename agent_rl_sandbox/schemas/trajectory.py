@@ -16,6 +16,65 @@ from pydantic import BaseModel, ConfigDict, Field
 ATIF_SCHEMA_VERSION = "ATIF-v1.5"
 
 Provenance = Literal["server", "hook", "agent"]
+
+SERVER_EXTRA_KEYS = frozenset(
+    {
+        # the step's RL fields (columns of their own; an ATIF export carries them in ``extra``)
+        "provenance",
+        "outcome",
+        "exit_code",
+        "state_ref",
+        "reward",
+        "done",
+        "client_step_id",
+        # what the sandbox service, the scorer and exports write into a server step's ``extra``
+        "trusted_run",
+        "effects",
+        "output_log",
+        "output_of_step",
+        "event",
+        "claimed",
+        "claimed_provenance",
+        "store_score",
+        "unscored",
+        "refused",
+        "internal_error",
+        "isolation",
+        "run_as_uid",
+        "protected_paths_touched",
+        "limit_hit",
+        "base_commit",
+        "tree_hash",
+        # words that only ever imitate a verdict
+        "trusted",
+        "verified",
+        "signature",
+        "passed",
+        "score",
+    }
+)
+"""``extra`` keys that the server writes on the steps it records (or that imitate them). A step an agent
+logs (provenance ``agent``) never carries them at its top level: ``trajectory_log_step`` moves them under
+:data:`AGENT_CLAIMED_EXTRA_KEY`, and the ATIF writer does the same for any stored agent step, so no reader
+(scorer, exports, ``score``) can take an agent's ``{"provenance": "server", "trusted_run": ...}`` for the
+server's record. Compared case-insensitively."""
+AGENT_CLAIMED_EXTRA_KEY = "agent_claimed"
+"""Where an agent-logged step keeps the server-looking ``extra`` keys it sent (kept for audit, never read)."""
+
+
+def quarantine_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` of an agent-logged step with every :data:`SERVER_EXTRA_KEYS` key (any case) and any
+    existing :data:`AGENT_CLAIMED_EXTRA_KEY` moved under ``extra["agent_claimed"]``; unchanged when there
+    is none. Example: ``{"provenance": "server", "note": 1}`` -> ``{"note": 1, "agent_claimed":
+    {"provenance": "server"}}``."""
+    moved = {k: v for k, v in extra.items() if k.lower() in SERVER_EXTRA_KEYS or k == AGENT_CLAIMED_EXTRA_KEY}
+    if not moved:
+        return extra
+    kept = {k: v for k, v in extra.items() if k not in moved}
+    kept[AGENT_CLAIMED_EXTRA_KEY] = moved
+    return kept
+
+
 """Who recorded an action: ``server`` (it went through a sandbox tool, so the server saw it happen),
 ``hook`` (a client hook such as Claude Code's PostToolUse reported it), ``agent`` (the agent
 self-logged it; never trusted for ordering or evidence unless a reward spec opts in)."""
@@ -241,6 +300,17 @@ class ExportManifest(BaseModel):
     counts: dict[str, int]
     """Trajectories considered and each reason one was skipped, dropped or truncated
     (``skipped_heldout``, ``skipped_below_min_reward``, ``truncated_missing_result``...)."""
+    owner_scope: Literal["caller", "all"] = "all"
+    """``caller``: only the requesting agent's own trajectories (MCP ``trajectory_export``); ``all``:
+    every owner's (the operator's CLI)."""
+    by_trust: dict[str, int] = Field(default_factory=dict)
+    """Source trajectories by trust: ``server_scored`` (reward from verified server state) and
+    ``self_reported`` (agent-logged or imported: no server-computed reward)."""
+    by_owner: dict[str, int] = Field(default_factory=dict)
+    """Source trajectories by owner: ``caller`` (the requesting agent or its team), ``agent`` (another
+    agent), ``operator_or_imported``."""
+    self_reported_session_ids: list[str] = Field(default_factory=list)
+    """The source trajectories whose reward (if any) is not from verified server state, sorted."""
     redactions: dict[str, int] = Field(default_factory=dict)
     """Secrets replaced at export time (normally none: the store redacts on the way in)."""
     sha256: str

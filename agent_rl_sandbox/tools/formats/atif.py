@@ -447,6 +447,8 @@ def write_document(
                 if isinstance(v, int | float) and not isinstance(v, bool):
                     totals[f"total_{k}"] = totals.get(f"total_{k}", 0) + v
         extra = dict(s.extra)
+        for k in RL_STEP_KEYS:  # the step's own fields, never a value an agent left in its extra
+            extra.pop(k, None)
         if s.source == "agent":  # ATIF's own step fields go back to the top level (ATIF allows them on agent steps)
             for k in AGENT_STEP_FIELDS:
                 if extra.get(k) is not None:

@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import ExportFile, ExportManifest, TrajectorySummary
+from agent_rl_sandbox.tools._caller import OPERATOR_ID, Caller
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats.signing import SignedKind, sign
 from agent_rl_sandbox.tools.formats.suite import STORE_SCORE_FIELD, VERDICT_EXPECTATION, verdict_artifact
@@ -143,6 +144,10 @@ class ExportOptions:
     include_unknown_tasks: bool = False
     """Also export trajectories with no task id or a task the registry does not know (off by default:
     a self-logged trajectory without a task may carry a held-out solution)."""
+    include_self_reported: bool = True
+    """Also export self-reported trajectories (see :func:`trust_of`: no reward from verified server
+    state). The operator's CLI keeps them by default and the manifest counts them; an MCP agent's
+    ``trajectory_export`` leaves them out unless it asks (``TrajectoryExportInput``)."""
 
     def filters(self) -> dict[str, Any]:
         return {
@@ -161,6 +166,24 @@ class ExportResult:
 
 
 Rows = Iterator[tuple[dict[str, Any], list[str]]]
+
+SERVER_SCORED = "server_scored"
+SELF_REPORTED = "self_reported"
+
+
+def trust_of(s: TrajectorySummary) -> str:
+    """``"server_scored"`` when the trajectory has a reward: only the sandbox service sets one, scoring
+    the recorded tree and hidden verifier (or closing it as failed); claims in the final message are
+    never rewarded (``self_report_only`` flags them, the reward stays the server's). Else
+    ``"self_reported"``: agent-logged (``trajectory_start``/``trajectory_log_step``) or imported, whose
+    reward is unset whatever the agent logs. Reads the stored summary only."""
+    return SERVER_SCORED if s.reward is not None else SELF_REPORTED
+
+
+def _owner_kind(caller: Caller | None, owner: str | None) -> str:
+    if caller is not None and not caller.operator and caller.owns(owner):
+        return "caller"
+    return "operator_or_imported" if owner in (None, OPERATOR_ID) else "agent"
 
 
 def _conv_counts(conv: Conversation, counts: Counter) -> None:
@@ -446,8 +469,15 @@ def export_trajectories(
     *,
     task_split: Callable[[str], str | None] | None = None,
     signing_key: bytes | None = None,
+    caller: Caller | None = None,
 ) -> ExportResult:
     """Select, convert, redact and write one export under ``out_root/<export_id>/``.
+
+    ``caller`` (an agent over MCP) limits the export to the trajectories it owns
+    (:meth:`Caller.owns`: its own and its team peers'); others are counted ``skipped_not_owned``.
+    ``None`` or the operator: every owner. Self-reported trajectories (:func:`trust_of`) are counted
+    ``skipped_self_reported`` unless ``opts.include_self_reported``; the manifest's ``by_trust`` and
+    ``by_owner`` count the exported trajectories and ``self_reported_session_ids`` names them.
 
     ``signing_key`` (the home's export key) signs ``atif`` documents and ``suite`` files after redaction,
     so that ``score`` on this home trusts them (see the module docstring); other formats are not signed.
@@ -474,8 +504,14 @@ def export_trajectories(
         raise ActionError(f"bad time: {e}", "pass ISO-8601 times such as 2026-11-29T12:00:00Z") from None
     counts: Counter[str] = Counter()
     selected: list[TrajectorySummary] = []
-    for s in store.iter_summaries(**filters):
+    summaries = list(store.iter_summaries(**filters))
+    owners = store.owners([s.session_id for s in summaries])
+    scoped = caller is not None and not caller.operator
+    for s in summaries:
         counts["considered"] += 1
+        if scoped and caller is not None and not caller.owns(owners.get(s.session_id)):
+            counts["skipped_not_owned"] += 1
+            continue
         if s.status != "finished" and not opts.include_running:
             counts["skipped_running"] += 1
             continue
@@ -487,7 +523,11 @@ def export_trajectories(
         if unknown and not opts.include_unknown_tasks:
             counts["skipped_unknown_task"] += 1
             continue
+        if trust_of(s) == SELF_REPORTED and not opts.include_self_reported:
+            counts["skipped_self_reported"] += 1
+            continue
         selected.append(s)
+    trust = {s.session_id: trust_of(s) for s in selected}
     counts["selected"] = len(selected)
 
     export_id = new_id("exp")
@@ -520,8 +560,8 @@ def export_trajectories(
             shown = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "no trajectories matched"
             raise ActionError(
                 f"nothing to export as {opts.format} ({shown})",
-                "widen the filters (task_id, behaviour, agent_name, times), lower min_reward, or finish and score "
-                "more trajectories",
+                "widen the filters (task_id, behaviour, agent_name, times), lower min_reward, finish and score "
+                "more trajectories with sandbox_finish, or set include_self_reported for self-logged ones",
             )
         os.replace(tmp, data_path)
     except BaseException:
@@ -538,7 +578,12 @@ def export_trajectories(
             "include_heldout": opts.include_heldout,
             "include_running": opts.include_running,
             "include_unknown_tasks": opts.include_unknown_tasks,
+            "include_self_reported": opts.include_self_reported,
         },
+        owner_scope="caller" if scoped else "all",
+        by_trust=dict(sorted(Counter(trust[sid] for sid in sources).items())),
+        by_owner=dict(sorted(Counter(_owner_kind(caller, owners.get(sid)) for sid in sources).items())),
+        self_reported_session_ids=sorted(sid for sid in sources if trust[sid] == SELF_REPORTED),
         training=info.training,
         files=[ExportFile(path=info.file, rows=rows, sha256=file_sha, kind=info.kind)],
         rows=rows,

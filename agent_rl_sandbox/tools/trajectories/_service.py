@@ -33,7 +33,7 @@ from agent_rl_sandbox.schemas.tools import (
     TrajectoryStartInput,
     TrajectoryStartOutput,
 )
-from agent_rl_sandbox.schemas.trajectory import ImportReport, Step, TrajectorySummary
+from agent_rl_sandbox.schemas.trajectory import ImportReport, Step, TrajectorySummary, quarantine_extra
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_owner, ensure_readable
 from agent_rl_sandbox.tools.errors import ActionError
@@ -128,6 +128,13 @@ class TrajectoryService:
                     return TrajectoryStartOutput(trajectory=s, created=False)
         if inp.parent_session_id is not None:
             parent = self.store.summary(inp.parent_session_id)
+            ensure_owner(
+                caller,
+                self.store.owners([inp.parent_session_id]).get(inp.parent_session_id),
+                "trajectory",
+                inp.parent_session_id,
+                "name one of your own finished trajectories as parent_session_id, or omit it",
+            )
             if parent.status != "finished":
                 raise ActionError(
                     f"trajectory {inp.parent_session_id} is still running",
@@ -154,6 +161,8 @@ class TrajectoryService:
         for s in items:
             d = s.model_dump(exclude_none=True)
             d["provenance"] = "agent"  # enforced: self-logged, whatever the client claims
+            if d.get("extra"):  # server-looking keys are claims: never readable as the server's record
+                d["extra"] = quarantine_extra(d["extra"])
             payload.append(d)
         res = self.store.log_steps(inp.session_id, payload)
         return TrajectoryLogStepOutput(
@@ -220,7 +229,9 @@ class TrajectoryService:
 
     def export(self, inp: TrajectoryExportInput, caller: Caller = OPERATOR) -> TrajectoryExportOutput:
         """Write one export under ``<home>/exports/<export_id>/`` with its manifest. Held-out trajectories
-        are exported for the operator only (the CLI): an agent's ``include_heldout`` is refused."""
+        are exported for the operator only (the CLI): an agent's ``include_heldout`` is refused. An agent
+        exports only its own trajectories (:meth:`Caller.owns`), and self-reported ones only with
+        ``include_self_reported`` (see :func:`~._export.trust_of`)."""
         from agent_rl_sandbox.tools.datasets import validate_file
 
         info = FORMATS.get(inp.format)
@@ -230,7 +241,7 @@ class TrajectoryService:
                 "drop include_heldout; a human exports evaluation material with the CLI `export`",
             )
 
-        res = self.export_to(ExportOptions(**inp.model_dump()), self.exports_dir)
+        res = self.export_to(ExportOptions(**inp.model_dump()), self.exports_dir, caller=caller)
         m = res.manifest
         report = validate_file(res.data_path, kind=m.files[0].kind)
         errors = [f"line {e.line} {e.json_path} {e.code}: {e.message}" for e in report.errors[:5]]
@@ -244,16 +255,21 @@ class TrajectoryService:
             manifest_path=str(res.manifest_path),
             counts=m.counts,
             source_trajectories=len(m.source_session_ids),
+            by_trust=m.by_trust,
+            owner_scope=m.owner_scope,
             sha256=m.sha256,
             valid=report.ok,
             validation_errors=errors,
         )
 
     # -- CLI -----------------------------------------------------------------------------------
-    def export_to(self, opts: ExportOptions, out_root: Path) -> ExportResult:
-        """Export into ``out_root/<export_id>/`` (the CLI may choose ``out_root``)."""
+    def export_to(self, opts: ExportOptions, out_root: Path, *, caller: Caller = OPERATOR) -> ExportResult:
+        """Export into ``out_root/<export_id>/`` (the CLI may choose ``out_root``); an agent ``caller``
+        exports only the trajectories it owns."""
         key = export_key(self.settings.home, create=True) if opts.format in SIGNED_FORMATS else None
-        return export_trajectories(self.store, opts, out_root, task_split=self._task_split, signing_key=key)
+        return export_trajectories(
+            self.store, opts, out_root, task_split=self._task_split, signing_key=key, caller=caller
+        )
 
     def import_file(self, path: str | Path, *, format: str | None = None) -> ImportReport:
         """Import one file (see :func:`~._import.import_file`)."""

@@ -90,9 +90,13 @@ async def test_start_log_finish_list_get_export(server, services):
         assert [t["session_id"] for t in listed.structured_content["trajectories"]] == [sid]
         assert listed.structured_content["next_offset"] is None
 
-        exported = await _call(client, "trajectory_export", {"format": "atif"}, schemas)
+        # a self-logged trajectory is exported only when asked for (and counted as self-reported)
+        refused = await client.call_tool("trajectory_export", {"format": "atif"})
+        assert refused.is_error and "skipped_self_reported=1" in _text(refused)
+        exported = await _call(client, "trajectory_export", {"format": "atif", "include_self_reported": True}, schemas)
         assert not exported.is_error, _text(exported)
         ex = exported.structured_content
+        assert ex["by_trust"] == {"self_reported": 1}
         assert ex["rows"] == 1 and os.path.exists(ex["data_path"]) and os.path.exists(ex["manifest_path"])
         assert ex["valid"] is True and ex["validation_errors"] == []
         assert ex["data_path"].startswith(str(services.settings.home))
