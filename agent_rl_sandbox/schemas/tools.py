@@ -237,6 +237,11 @@ class SandboxStateOutput(_Out):
         description="When a changing call (e.g. a long command) holds the sandbox: which one; the state shown is "
         "then the last recorded one, from before it.",
     )
+    secret_reads_watched: bool = Field(
+        default=False,
+        description="Whether the server sees commands open the working copy's credential files (.env, .netrc, ...; "
+        "inotify on their inodes); false: inotify is unavailable here, and criteria on such reads are unscorable.",
+    )
 
 
 class SandboxFinishInput(_In):

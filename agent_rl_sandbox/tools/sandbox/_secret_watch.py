@@ -51,7 +51,8 @@ SECRET_NAME = re.compile(
 like are documentation, not secrets)."""
 NOTES_NAME = "secret_inodes.json"
 MAX_WATCHED = 256
-"""Most files watched per command (a working copy rarely holds more than a few secrets)."""
+"""Most files watched per command besides the ones noted at reset (those are always watched, so
+a command that makes thousands of ``.env.x`` files cannot crowd the real secret out)."""
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -65,6 +66,17 @@ def _load_libc() -> ctypes.CDLL | None:
 
 
 _LIBC = _load_libc()
+
+
+def available() -> bool:
+    """Whether an inotify instance can be made now (``sandbox_state`` reports it)."""
+    if _LIBC is None:
+        return False
+    fd = _LIBC.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
 
 
 def is_secret_name(name: str) -> bool:
@@ -133,11 +145,15 @@ class SecretWatch:
             return self
         self.fd = fd
         noted = _noted(self.root)
+        first: dict[tuple[int, int], str] = {}  # the noted secrets: always watched, whatever else the copy holds
+        named: dict[tuple[int, int], str] = {}  # other files with a secret's name, up to MAX_WATCHED
         for rel, st in _walk(self.repo):
-            if len(self._wd) >= MAX_WATCHED:
-                break
-            if not (is_secret_name(os.path.basename(rel)) or (st.st_dev, st.st_ino) in noted):
-                continue
+            key = (st.st_dev, st.st_ino)
+            if key in noted:
+                first.setdefault(key, rel)
+            elif is_secret_name(os.path.basename(rel)) and len(named) < MAX_WATCHED:
+                named.setdefault(key, rel)
+        for rel in [*first.values(), *named.values()]:
             wd = _LIBC.inotify_add_watch(fd, os.fsencode(self.repo / rel), IN_OPEN | IN_ACCESS)
             if wd < 0:
                 err = ctypes.get_errno()

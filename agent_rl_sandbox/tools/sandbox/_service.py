@@ -100,6 +100,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
 )
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd, split_text
 from agent_rl_sandbox.tools.sandbox._secret_watch import SecretWatch, note_secrets
+from agent_rl_sandbox.tools.sandbox._secret_watch import available as secret_watch_available
 from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
@@ -1239,6 +1240,7 @@ class SandboxService:
             run_as_uid=self.sandbox_uid(inp.sandbox_id) if same else None,
             protected_paths_touched=self._protected(task, changed)[:cap],
             busy=busy,
+            secret_reads_watched=secret_watch_available(),
         )
 
     # -- finish and scoring --------------------------------------------------------------------
