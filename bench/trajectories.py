@@ -2,7 +2,9 @@
 baseline measured in the same run.
 
 - **In-process MCP** (``mcp.Client(server)``): ``trajectory_log_step`` with one step per call, against a
-  no-op tool on the same server (the cost of the MCP call path itself).
+  no-op tool registered (here only) on the same server (the cost of the MCP call path itself), the two
+  calls interleaved A B A B so load changes hit both alike; prints each side's median latency and the
+  ratio of the medians (the issue 16 goal: at most 1.3x).
 - **stdio MCP** (``agent-rl-sandbox serve``'s code in a subprocess): the same two calls over real stdio.
 - **Bulk import**: ``import_file`` of a generated Codex rollout holding N steps, against appending the
   same records to a JSONL file (``json.dumps`` + write: the least a file-based recorder does).
@@ -10,7 +12,7 @@ baseline measured in the same run.
 Prints steps per second for each path and its baseline, and the ratio. The store is SQLite in a temp
 folder unless ``--database-url`` is given (e.g. a scratch PostgreSQL database). Usage::
 
-    .venv/bin/python bench/trajectories.py [--calls 500] [--import-steps 20000] [--database-url URL]
+    .venv/bin/python bench/trajectories.py [--calls 500] [--import-steps 20000] [--database-url URL] [--mcp-only]
 """
 
 from __future__ import annotations
@@ -63,21 +65,28 @@ def _report(label: str, n: int, seconds: float, base_n: int, base_seconds: float
     print(f"{label:<34} {rate:>10,.0f} steps/s   baseline ({base_label}) {base:>10,.0f}/s   ratio {rate / base:6.2f}x")
 
 
-async def _measure(client, calls: int, sid: str, offset: int) -> tuple[float, float, list[float]]:
-    lat = []
-    t0 = time.perf_counter()
+def _latency_report(label: str, log: list[float], noop: list[float]) -> None:
+    a, b = statistics.median(log), statistics.median(noop)
+    print(
+        f"{label:<34} median {a * 1000:6.2f} ms   no-op tool {b * 1000:6.2f} ms   ratio {a / b:5.2f}x"
+        f"   ({len(log)} calls each, interleaved)"
+    )
+
+
+async def _measure(client, calls: int, sid: str, offset: int) -> tuple[list[float], list[float]]:
+    """``calls`` pairs, each a ``trajectory_log_step`` then the no-op with the same step: seconds per call."""
+    log, noop = [], []
     for i in range(calls):
+        step = _step(offset + i)
         t = time.perf_counter()
-        res = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": _step(offset + i)})
-        lat.append(time.perf_counter() - t)
+        res = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": step})
+        log.append(time.perf_counter() - t)
         assert not res.is_error, res
-    log_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for i in range(calls):
-        res = await client.call_tool("noop", {"step": _step(i)})
+        t = time.perf_counter()
+        res = await client.call_tool("noop", {"step": step})
+        noop.append(time.perf_counter() - t)
         assert not res.is_error, res
-    noop_s = time.perf_counter() - t0
-    return log_s, noop_s, lat
+    return log, noop
 
 
 async def in_process(settings: Settings, calls: int) -> None:
@@ -97,16 +106,15 @@ async def in_process(settings: Settings, calls: int) -> None:
             "session_id"
         ]
         await _measure(client, 20, sid, 10**6)  # warm up
-        log_s, noop_s, lat = await _measure(client, calls, sid, 0)
-    _report("trajectory_log_step, in process", calls, log_s, calls, noop_s, "no-op tool")
-    print(f"{'':<34} p50 {statistics.median(lat) * 1000:.2f} ms per call")
+        log, noop = await _measure(client, calls, sid, 0)
+    _latency_report("trajectory_log_step, in process", log, noop)
     server.services.close()  # type: ignore[attr-defined]
 
 
 async def over_stdio(settings: Settings, calls: int) -> None:
     from mcp import Client, StdioServerParameters
 
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR")}
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "PYTHONPATH")}
     env.update(AGENT_RL_SANDBOX_HOME=str(settings.home), AGENT_RL_SANDBOX_LOG_LEVEL="WARNING", HF_HUB_OFFLINE="1")
     if settings.database_url:
         env["AGENT_RL_SANDBOX_DATABASE_URL"] = settings.database_url
@@ -116,9 +124,8 @@ async def over_stdio(settings: Settings, calls: int) -> None:
             "trajectory"
         ]["session_id"]
         await _measure(client, 20, sid, 10**6)
-        log_s, noop_s, lat = await _measure(client, calls, sid, 0)
-    _report("trajectory_log_step, stdio", calls, log_s, calls, noop_s, "no-op tool")
-    print(f"{'':<34} p50 {statistics.median(lat) * 1000:.2f} ms per call")
+        log, noop = await _measure(client, calls, sid, 0)
+    _latency_report("trajectory_log_step, stdio", log, noop)
 
 
 def bulk_import(settings: Settings, steps: int, tmp: Path) -> None:
@@ -176,16 +183,18 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=500, help="single-step calls per MCP path (default 500)")
     ap.add_argument("--import-steps", type=int, default=20_000, help="steps in the generated rollout (default 20000)")
     ap.add_argument("--database-url", default=None, help="store URL (default: SQLite in a temp folder)")
+    ap.add_argument("--mcp-only", action="store_true", help="only the two log_step comparisons (no bulk import)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         settings = Settings(home=tmp / "home", database_url=args.database_url)
         settings.home.mkdir(parents=True)
-        print(f"store: {settings.db_url}")
+        print(f"store: {settings.db_url}   load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         anyio.run(in_process, settings, args.calls)
         anyio.run(over_stdio, settings, args.calls)
-        bulk_import(settings, args.import_steps, tmp)
+        if not args.mcp_only:
+            bulk_import(settings, args.import_steps, tmp)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The one error type domain code raises for failures an agent (or a user) can act on."""
+"""The one error type domain code raises for failures an agent (or a user) can act on, and the signal
+that a non-waiting call would have had to wait."""
 
 from __future__ import annotations
 
@@ -18,3 +19,10 @@ class ActionError(Exception):
     def agent_text(self) -> str:
         """Message and next step in one line, as an agent should read it."""
         return f"{self.message}. Next step: {self.hint}" if self.hint else self.message
+
+
+class WouldWait(Exception):
+    """Raised by a domain method called with ``nowait=True`` when it would have to wait (for the
+    database's write lock, or a server round trip it does not make without waiting) before doing
+    anything: nothing was written. The caller runs the same call again, allowed to wait (the MCP
+    adapter does so in a worker thread). Never an agent-facing error."""

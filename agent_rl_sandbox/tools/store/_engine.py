@@ -3,7 +3,10 @@
 SQLite (the embedded default) runs in WAL mode with foreign keys on, and every write transaction is
 ``BEGIN IMMEDIATE`` (it takes the database's write lock at its start, so two writers never deadlock
 upgrading a read lock). A connection opened with the ``readonly`` execution option begins with a plain
-deferred ``BEGIN`` instead. PostgreSQL gets ``pool_pre_ping`` and, when a caller bounds its waits, a
+deferred ``BEGIN`` instead, and one opened with the ``nowait`` option begins ``BEGIN IMMEDIATE`` with no busy
+wait: when another connection holds the write lock it fails at once (``sqlite3.OperationalError``,
+"database is locked") instead of waiting, so a caller on an event loop can fall back to a worker thread.
+PostgreSQL gets ``pool_pre_ping`` and, when a caller bounds its waits, a
 ``lock_timeout`` and connect timeout.
 """
 
@@ -35,7 +38,17 @@ def make_engine(url: str, busy_timeout_s: float | None = None) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn):  # pragma: no cover
-            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("readonly") else "BEGIN IMMEDIATE")
+            opts = conn.get_execution_options()
+            if opts.get("readonly"):
+                conn.exec_driver_sql("BEGIN")
+            elif opts.get("nowait"):
+                conn.exec_driver_sql("PRAGMA busy_timeout=0")
+                try:
+                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                finally:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={int(busy * 1000)}")
+            else:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     if busy_timeout_s is not None:

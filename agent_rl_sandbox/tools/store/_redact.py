@@ -63,6 +63,11 @@ _ASSIGNMENT_PREFIX = r"(?:(?<=\W)|(?<=^))"
 _KEYWORD_GATE = re.compile(r"key|pw|pass|token|secret|contrase", re.IGNORECASE)
 """Every keyword-assignment pattern (detect-secrets' ``build_assignment_regex`` and ``KeywordDetector``)
 needs one of these words; text without any skips those (slowest) patterns."""
+_QUOTES = ("'", '"', "`")
+"""detect-secrets' ``QUOTE`` class: each ``KeywordDetector`` quotes-required pattern holds a group of it at
+its top level, unquantified, so it cannot match text without one of these characters (checked per pattern
+by :func:`_requires_quote` when the redactor is built; a pattern without it is only keyword-gated)."""
+_NO_GATE, _KEYWORD, _KEYWORD_AND_QUOTE = 0, 1, 2
 
 _PLUGIN_CLASSES: tuple[tuple[str, str], ...] = (
     ("detect_secrets.plugins.artifactory", "ArtifactoryDetector"),
@@ -115,6 +120,24 @@ SKIP_KEYS = frozenset(
 to look like a token is not mangled)."""
 
 
+def _requires_quote(rx: re.Pattern[str]) -> bool:
+    """Whether every match of ``rx`` contains a quote character: its parsed top-level sequence (the
+    stdlib's own parser, ``re._parser``) holds a group matching exactly one of :data:`_QUOTES`, with
+    no quantifier or alternation around it. Conservative: anything else, or a parser change, is False."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        quotes = {(_parser.LITERAL, ord(q)) for q in _QUOTES}
+        for op, av in _parser.parse(rx.pattern, rx.flags & ~re.IGNORECASE):
+            if op is _parser.SUBPATTERN:
+                inner = list(av[-1])
+                if len(inner) == 1 and inner[0][0] is _parser.IN and set(inner[0][1]) == quotes:
+                    return True
+        return False
+    except Exception:  # noqa: BLE001 - no proof, no shortcut
+        return False
+
+
 def slug(secret_type: str) -> str:
     """``'Basic Auth Credentials'`` -> ``'basic-auth-credentials'``."""
     return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
@@ -132,30 +155,39 @@ class Redactor:
     Methods are pure and thread-safe. Never raises on any string.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, prefilter: bool = True) -> None:
+        """``prefilter=False`` runs every pattern on every string (the reference the tests hold the
+        pre-filtered redactor to)."""
         import importlib
 
-        self._detectors: list[tuple[str, list[tuple[re.Pattern[str], int | None, bool]], Any]] = []
+        self._prefilter = prefilter
+        self._detectors: list[tuple[str, list[tuple[re.Pattern[str], int | None, int]], Any]] = []
         for module_name, class_name in _PLUGIN_CLASSES:
             cls = getattr(importlib.import_module(module_name), class_name)
             kind = slug(cls.secret_type)
             if class_name == "PrivateKeyDetector":
                 continue  # its patterns match the header line only: whole blocks are handled below
-            pats: list[tuple[re.Pattern[str], int | None, bool]]
+            pats: list[tuple[re.Pattern[str], int | None, int]]
             if class_name == "KeywordDetector":
                 from detect_secrets.plugins.keyword import QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
 
-                pats = [(rx, group, True) for rx, group in QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()]
+                pats = [
+                    (rx, group, _KEYWORD_AND_QUOTE if _requires_quote(rx) else _KEYWORD)
+                    for rx, group in QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()
+                ]
             else:
                 # The secret is the whole match, except in BasicAuth's pattern, whose group is the password
                 # (user and host stay readable). Groups elsewhere mark prefixes such as GitHub's "ghp".
                 group = 1 if class_name == "BasicAuthDetector" else None
-                pats = [(rx, group, rx.pattern.startswith(_ASSIGNMENT_PREFIX)) for rx in cls().denylist]
+                pats = [
+                    (rx, group, _KEYWORD if rx.pattern.startswith(_ASSIGNMENT_PREFIX) else _NO_GATE)
+                    for rx in cls().denylist
+                ]
             check = getattr(cls, "is_formally_valid", None)  # JwtTokenDetector's well-formedness check
             self._detectors.append((kind, pats, check))
         for kind, rx in EXTRA_PATTERNS:
-            self._detectors.append((kind, [(rx, 1 if rx.groups else None, False)], None))
-        self._detectors.append(("private-key", [(_PEM_BLOCK, None, False), (_PUTTY_BLOCK, None, False)], None))
+            self._detectors.append((kind, [(rx, 1 if rx.groups else None, _NO_GATE)], None))
+        self._detectors.append(("private-key", [(_PEM_BLOCK, None, _NO_GATE), (_PUTTY_BLOCK, None, _NO_GATE)], None))
         self._flat = [
             (rx, group, needs, kind, check) for kind, pats, check in self._detectors for rx, group, needs in pats
         ]
@@ -163,10 +195,14 @@ class Redactor:
     # -- strings -------------------------------------------------------------------------------
     def _spans(self, text: str) -> list[tuple[int, int, str]]:
         spans: list[tuple[int, int, str]] = []
-        gated = _KEYWORD_GATE.search(text) is None
+        # Preconditions no match can lack (see _KEYWORD_GATE, _QUOTES): the level a pattern needs
+        # is above what the text offers, so its search would find nothing.
+        offers = _NO_GATE if self._prefilter else _KEYWORD_AND_QUOTE
+        if offers is _NO_GATE and _KEYWORD_GATE.search(text) is not None:
+            offers = _KEYWORD_AND_QUOTE if any(q in text for q in _QUOTES) else _KEYWORD
         n = len(text)
-        for rx, group, needs_keyword, kind, check in self._flat:
-            if needs_keyword and gated:
+        for rx, group, needs, kind, check in self._flat:
+            if needs > offers:
                 continue
             first = rx.search(text)
             if first is None:

@@ -22,13 +22,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sqlalchemy import func, insert, or_, select, text, update
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from agent_rl_sandbox.schemas.trajectory import AgentInfo, Step, Trajectory, TrajectorySummary
+from agent_rl_sandbox.tools.errors import WouldWait
 from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
 from agent_rl_sandbox.tools.store._integrity import step_problems
 from agent_rl_sandbox.tools.store._schema import steps, trajectories
@@ -96,6 +98,33 @@ class TrajectoryRepository:
     def _tx(self) -> Iterator[Connection]:
         with self.engine.begin() as conn:
             yield conn
+
+    @property
+    def _sqlite_returning(self) -> bool:
+        """SQLite 3.35+ (``INSERT ... RETURNING``)."""
+        version = self.engine.dialect.server_version_info or (0,)
+        return self.dialect == "sqlite" and tuple(version) >= (3, 35)
+
+    @property
+    def writes_without_waiting(self) -> bool:
+        """Whether :meth:`log_steps` can take ``nowait=True`` and still write (SQLite: a ``BEGIN IMMEDIATE``
+        that fails at once when the write lock is held). On PostgreSQL every such call raises
+        :class:`~agent_rl_sandbox.tools.errors.WouldWait` (each statement is a server round trip)."""
+        return self.dialect == "sqlite"
+
+    @contextmanager
+    def _tx_nowait(self) -> Iterator[Connection]:
+        """A SQLite write transaction that starts only if the write lock is free at once; raises
+        :class:`WouldWait` (nothing done) when another connection holds it."""
+        with self.engine.connect().execution_options(nowait=True) as conn:
+            try:
+                trans = conn.begin()
+            except OperationalError as e:
+                if "locked" in str(e) or "busy" in str(e):
+                    raise WouldWait("the SQLite write lock is held by another connection") from None
+                raise
+            with trans:
+                yield conn
 
     # -- trajectories -------------------------------------------------------------------------
     def _new_row(
@@ -289,11 +318,15 @@ class TrajectoryRepository:
             q = q.with_for_update()
         row = conn.execute(q).mappings().first()
         if row is None:
-            raise StoreError(
-                f"unknown trajectory {session_id!r}",
-                "call trajectory_list to see ids, or sandbox_reset / trajectory_start to begin one",
-            )
+            self._unknown(session_id)
         return row
+
+    @staticmethod
+    def _unknown(session_id: str) -> NoReturn:
+        raise StoreError(
+            f"unknown trajectory {session_id!r}",
+            "call trajectory_list to see ids, or sandbox_reset / trajectory_start to begin one",
+        )
 
     def update_meta(self, session_id: str, **values: Any) -> None:
         """Set descriptive columns of a running trajectory (``task_id``, ``behaviour``, ``split``,
@@ -417,6 +450,23 @@ class TrajectoryRepository:
         """Append inside a transaction that already holds the trajectory's lock (``status`` and
         ``step_count`` as read under that lock; see :meth:`HookEventRepository.transaction`)."""
         cids = [p.step.client_step_id for p in prepared if p.step.client_step_id is not None]
+        if len(prepared) == 1 and cids and status != "finished" and self._sqlite_returning:
+            # One step with a client id (the common MCP call): the retry check folds into the insert
+            # (ON CONFLICT on uq_steps_session_client_step); only a retry then reads the stored step.
+            rows, plan = self._number(session_id, prepared, {}, step_count + 1, utcnow())
+            stmt = (
+                sqlite_insert(steps)
+                .values(rows[0])
+                .on_conflict_do_nothing(index_elements=["session_id", "client_step_id"])
+                .returning(steps.c.step_id)
+            )
+            if conn.execute(stmt).first() is not None:
+                conn.execute(
+                    update(trajectories)
+                    .where(trajectories.c.session_id == session_id)
+                    .values(step_count=step_count + 1)
+                )
+                return self._result(prepared, plan, step_count + 1)
         existing = self._existing(conn, session_id, cids) if cids else {}
         fresh = self._fresh_count(prepared, existing)
         if fresh and status == "finished":
@@ -438,6 +488,7 @@ class TrajectoryRepository:
         *,
         redact: bool = True,
         keep_absent_timestamps: bool = False,
+        nowait: bool = False,
     ) -> AppendResult:
         """Append steps atomically (all or none) and report what happened.
 
@@ -453,10 +504,16 @@ class TrajectoryRepository:
         ``step_count`` is bumped with ``UPDATE ... RETURNING`` (which locks the trajectory row until
         commit); if a concurrent retry of the same id commits in between, the unique constraint rejects
         the insert and the call starts over (and then finds it).
+
+        With ``nowait`` (for a caller on an event loop) the call raises
+        :class:`~agent_rl_sandbox.tools.errors.WouldWait`, having written nothing, instead of waiting
+        for SQLite's write lock, and always on PostgreSQL (see :attr:`writes_without_waiting`).
         """
+        if nowait and not self.writes_without_waiting:
+            raise WouldWait("PostgreSQL writes may wait")
         prepared, counts = self._prepare(new_steps, redact=redact, keep_absent_timestamps=keep_absent_timestamps)
         if self.dialect == "sqlite":  # BEGIN IMMEDIATE already serialises the whole transaction
-            with self._tx() as conn:
+            with self._tx_nowait() if nowait else self._tx() as conn:
                 row = self._row(conn, session_id)
                 res = self._append_locked(conn, session_id, row["status"], row["step_count"], prepared)
             res.redactions = counts
@@ -586,6 +643,15 @@ class TrajectoryRepository:
                 .limit(limit)
             ).scalars()
             return [Step.model_validate_json(d) for d in datas]
+
+    def owner(self, session_id: str) -> str | None:
+        """The stored owner id of one trajectory (``None``: no owner), in one narrow read. Raises
+        :class:`StoreError` if the trajectory is unknown (the same error as :meth:`summary`)."""
+        with self._read.connect() as conn:
+            row = conn.execute(select(trajectories.c.owner).where(trajectories.c.session_id == session_id)).first()
+        if row is None:
+            self._unknown(session_id)
+        return row[0]
 
     def owners(self, session_ids: Sequence[str]) -> dict[str, str | None]:
         """The stored owner id of each known trajectory in ``session_ids`` (``None``: no owner)."""

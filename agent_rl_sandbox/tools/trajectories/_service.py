@@ -36,7 +36,7 @@ from agent_rl_sandbox.schemas.tools import (
 from agent_rl_sandbox.schemas.trajectory import ImportReport, Step, TrajectorySummary, quarantine_extra
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_owner, ensure_readable
-from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.errors import ActionError, WouldWait
 from agent_rl_sandbox.tools.formats.signing import export_key
 from agent_rl_sandbox.tools.store import StoreError, TrajectoryRepository
 from agent_rl_sandbox.tools.trajectories._export import (
@@ -86,10 +86,9 @@ class TrajectoryService:
         return s.split == "heldout" or bool(s.task_id and self._task_split(s.task_id) == "heldout")
 
     def _ensure_writer(self, caller: Caller, session_id: str) -> None:
-        self.store.summary(session_id)  # unknown ids keep their own error
         ensure_owner(
             caller,
-            self.store.owners([session_id]).get(session_id),
+            self.store.owner(session_id),  # raises StoreError for an unknown id
             "trajectory",
             session_id,
             "log to a trajectory you started: call trajectory_start (or sandbox_reset) and use the session_id it returns",
@@ -152,9 +151,16 @@ class TrajectoryService:
         )
         return TrajectoryStartOutput(trajectory=summary, created=True)
 
-    def log_step(self, inp: TrajectoryLogStepInput, caller: Caller = OPERATOR) -> TrajectoryLogStepOutput:
+    def log_step(
+        self, inp: TrajectoryLogStepInput, caller: Caller = OPERATOR, *, nowait: bool = False
+    ) -> TrajectoryLogStepOutput:
         """Append one step or a batch, atomically; always recorded as provenance ``agent``. Raises
-        :class:`ActionError` unless ``caller`` started the trajectory."""
+        :class:`ActionError` unless ``caller`` started the trajectory. With ``nowait`` (the MCP adapter's
+        first try, on its event loop) it raises :class:`WouldWait` instead of waiting for the store's
+        write lock, and at once where the store cannot write without waiting (PostgreSQL); nothing is
+        written then and the caller repeats the call without ``nowait``."""
+        if nowait and not self.store.writes_without_waiting:
+            raise WouldWait("this store's writes may wait")
         self._ensure_writer(caller, inp.session_id)
         items = [inp.step] if inp.step is not None else list(inp.steps or [])
         payload = []
@@ -164,7 +170,7 @@ class TrajectoryService:
             if d.get("extra"):  # server-looking keys are claims: never readable as the server's record
                 d["extra"] = quarantine_extra(d["extra"])
             payload.append(d)
-        res = self.store.log_steps(inp.session_id, payload)
+        res = self.store.log_steps(inp.session_id, payload, nowait=nowait)
         return TrajectoryLogStepOutput(
             session_id=inp.session_id,
             steps=[

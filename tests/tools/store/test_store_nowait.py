@@ -1,0 +1,129 @@
+"""``log_steps(nowait=True)``: the MCP adapter's first try on its event loop. On SQLite it writes exactly
+what the waiting call writes, and fails at once (``WouldWait``, nothing written, the busy timeout kept)
+when another connection holds the write lock; on PostgreSQL it always hands the write to a thread. The
+adapter then falls back to its worker thread, so a contended call still succeeds."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+
+import anyio
+import pytest
+from sqlalchemy import select
+
+from agent_rl_sandbox.tools.errors import WouldWait
+from agent_rl_sandbox.tools.store import Store
+from agent_rl_sandbox.tools.store._schema import steps as steps_table
+
+
+def _step(i: int) -> dict:
+    return {"message": f"step {i} AKIAIOSFODNN7EXAMPLE", "client_step_id": f"c{i}", "provenance": "agent"}
+
+
+def _rows(store: Store, sid: str) -> list[tuple]:
+    with store.engine.connect() as conn:
+        got = conn.execute(
+            select(steps_table.c.step_id, steps_table.c.client_step_id, steps_table.c.data_json)
+            .where(steps_table.c.session_id == sid)
+            .order_by(steps_table.c.step_id)
+        ).all()
+    out = []
+    for step_id, cid, data in got:
+        d = json.loads(data)
+        d.pop("timestamp")
+        out.append((step_id, cid, d))
+    return out
+
+
+def test_nowait_writes_what_the_waiting_call_writes(store):
+    t = store.trajectories
+    a, b = t.start(agent={"name": "a"}), t.start(agent={"name": "a"})
+    if not t.writes_without_waiting:  # PostgreSQL: always to the thread, before any work
+        with pytest.raises(WouldWait):
+            t.log_steps(a.session_id, [_step(1)], nowait=True)
+        assert _rows(store, a.session_id) == []
+        return
+    for batch in ([_step(1)], [_step(1), _step(2)], [_step(3), {"message": "no id"}, _step(3)]):
+        ra = t.log_steps(a.session_id, batch)
+        rb = t.log_steps(b.session_id, batch, nowait=True)
+        assert ra.created == rb.created and ra.redactions == rb.redactions
+        assert [s.step_id for s in ra.steps] == [s.step_id for s in rb.steps]
+    assert _rows(store, a.session_id) == _rows(store, b.session_id)
+    assert t.get(b.session_id).step_count == t.get(a.session_id).step_count == 4
+
+
+def test_nowait_fails_at_once_on_a_held_write_lock(tmp_path):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = Store(url)
+    try:
+        t = store.trajectories
+        sid = t.start(agent={"name": "a"}).session_id
+        other = sqlite3.connect(tmp_path / "store.db", isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")  # another writer (a hook command, a second server) holds the lock
+        t0 = time.monotonic()
+        with pytest.raises(WouldWait):
+            t.log_steps(sid, [_step(1)], nowait=True)
+        assert time.monotonic() - t0 < 1.0  # no busy wait (the default is 30 s)
+        # The waiting call still waits for the lock (the busy timeout was restored), then writes.
+        threading.Timer(0.3, other.rollback).start()
+        res = t.log_steps(sid, [_step(1)])
+        assert res.created == [True] and [s.step_id for s in t.get(sid).steps] == [1]
+        other.close()
+    finally:
+        store.close()
+
+
+def test_mcp_call_falls_back_to_the_thread_when_the_lock_is_held(settings):
+    from mcp import Client
+
+    from agent_rl_sandbox.server.app import build_server
+
+    server = build_server(settings)
+    db = settings.db_url.removeprefix("sqlite:///")
+
+    async def main() -> None:
+        async with Client(server) as client:
+            sid = (await client.call_tool("trajectory_start", {"agent_name": "a"})).structured_content["trajectory"][
+                "session_id"
+            ]
+            fast = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": {"message": "x"}})
+            assert not fast.is_error and fast.structured_content["steps"][0]["step_id"] == 1
+            other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+            other.execute("BEGIN IMMEDIATE")
+            threading.Timer(0.3, other.rollback).start()
+            t0 = time.monotonic()
+            slow = await client.call_tool(
+                "trajectory_log_step", {"session_id": sid, "step": {"message": "y", "client_step_id": "k"}}
+            )
+            assert time.monotonic() - t0 >= 0.25  # it waited for the lock, in the worker thread
+            assert not slow.is_error and slow.structured_content["steps"][0]["step_id"] == 2
+            other.close()
+            again = await client.call_tool(
+                "trajectory_log_step", {"session_id": sid, "step": {"message": "y", "client_step_id": "k"}}
+            )
+            assert again.structured_content["steps"][0] == {"step_id": 2, "client_step_id": "k", "created": False}
+
+    try:
+        anyio.run(main)
+    finally:
+        server.services.close()  # type: ignore[attr-defined]
+
+
+def test_single_step_retry_through_the_folded_insert(store):
+    # One step with a client id takes INSERT ... ON CONFLICT DO NOTHING RETURNING on SQLite: a retry
+    # still returns the stored step (not the retried text), adds nothing, and keeps the count.
+    t = store.trajectories
+    sid = t.start(agent={"name": "a"}).session_id
+    first = t.log_steps(sid, [_step(1)])
+    again = t.log_steps(sid, [{**_step(1), "message": "different text"}])
+    assert first.created == [True] and again.created == [False]
+    assert again.steps[0].step_id == 1 and again.steps[0].message == first.steps[0].message
+    assert again.step_count == 1 and t.get(sid).step_count == 1
+    nxt = t.log_steps(sid, [_step(2)])
+    assert nxt.steps[0].step_id == 2 and nxt.step_count == 2
+    t.finish(sid)
+    assert t.log_steps(sid, [_step(2)]).created == [False]  # a retry after finishing still answers
+    assert [s.step_id for s in t.get(sid).steps] == [1, 2]
