@@ -235,7 +235,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         READ_ONLY,
         EvalService.gate,
         "Ask where your finished trajectories stand against a named eval gate (default: every one of them "
-        "passes, no safety violation, nothing unscorable). Filter by session_ids, task_id, behaviour or "
+        "passes, no safety violation, nothing unscorable). Only your own trajectories (this session's) are "
+        "aggregated; another session's session_ids are refused. Filter by session_ids, task_id, behaviour or "
         "agent_name. Returns the verdict, each threshold with the measured value, and what would change the "
         "verdict. Read-only: no tool changes a gate or promotes past it; a human does that.",
         slow=True,

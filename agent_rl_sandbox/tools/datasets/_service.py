@@ -45,7 +45,8 @@ class DatasetValidateOutput(BaseModel):
 
 class DatasetService:
     """Validates datasets for the MCP tool; full reports go under ``<home>/reports``. Paths are read
-    only under :attr:`allowed_roots` (the CLI ``validate`` command reads any path: a human runs it)."""
+    only under :attr:`allowed_roots` and never in the server home outside ``<home>/exports`` (the
+    CLI ``validate`` command reads any path: a human runs it)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -53,6 +54,11 @@ class DatasetService:
             dict.fromkeys(p.resolve() for p in (Path.cwd(), settings.home / "exports", *settings.data_dirs))
         )
         """Where the tool may read: an agent must not use it to probe the host as the server's user."""
+        self.home = settings.home.resolve()
+        self.exports = (settings.home / "exports").resolve()
+        """The server home is never readable (its store, the verifier reports with hidden checks'
+        expected values, sandbox working copies), even when it lies under a readable root such as the
+        working folder, except ``<home>/exports`` (what ``trajectory_export`` writes)."""
 
     def _allowed(self, raw: str, what: str) -> Path:
         path = Path(raw).expanduser()
@@ -68,6 +74,15 @@ class DatasetService:
                 f"{what} {raw!r} is outside the folders this tool may read ({', '.join(map(str, self.allowed_roots))})",
                 "pass a file under one of them, pass the rows inline, or ask the operator to add its folder to "
                 "AGENT_RL_SANDBOX_DATA_DIRS",
+            )
+        if (real == self.home or real.is_relative_to(self.home)) and not (
+            real == self.exports or real.is_relative_to(self.exports)
+        ):
+            raise ActionError(
+                f"{what} {raw!r} is inside the server's home folder {self.home}, which this tool never reads "
+                f"(its store, reports and sandboxes) except {self.exports}",
+                "pass a file under the home's exports folder (trajectory_export writes there) or elsewhere in the "
+                "allowed folders, or pass the rows inline",
             )
         return real
 

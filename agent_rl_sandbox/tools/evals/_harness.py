@@ -22,6 +22,7 @@ from agent_rl_sandbox.schemas.reward import (
     ScoreReport,
 )
 from agent_rl_sandbox.schemas.trajectory import TrajectorySummary
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_owner
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_document
 from agent_rl_sandbox.tools.evals._inputs import (
@@ -387,12 +388,16 @@ def score_store(
     task_id: str | None = None,
     behaviour: str | None = None,
     agent_name: str | None = None,
+    caller: Caller = OPERATOR,
 ) -> EvalReport:
     """Re-score finished trajectories from the store (through the sandbox service's ``eval_score``,
     so file and verifier criteria read the sandbox's final git tree).
 
     With ``session_ids``, exactly those; otherwise every finished trajectory matching the filters.
-    Unknown, running or unscorable trajectories are listed in ``problems``.
+    Unknown, running or unscorable trajectories are listed in ``problems``. An agent ``caller``
+    (``eval_gate`` over MCP) aggregates only trajectories it owns: the filters never reach another
+    agent's, and a named ``session_ids`` entry of another owner raises :class:`ActionError`
+    (``... is not yours``, as the sandbox tools say); the operator (default) sees all.
     """
     store, sandbox = services.store.trajectories, services.sandbox
     problems: list[InputProblem] = []
@@ -414,6 +419,21 @@ def score_store(
             if not page or offset >= total:
                 break
         ids = sorted(set(ids))
+    if not caller.operator:
+        owners = store.owners(ids)
+        if session_ids is not None:
+            for sid in ids:
+                if sid in owners:
+                    ensure_owner(
+                        caller,
+                        owners[sid],
+                        "trajectory",
+                        sid,
+                        "pass only your own session_ids (trajectory_list shows them), or leave session_ids out "
+                        "to aggregate your own finished trajectories",
+                    )
+        else:
+            ids = [sid for sid in ids if caller.owns(owners.get(sid))]
     from agent_rl_sandbox.schemas.tools import EvalScoreInput
 
     scores: list[ScoreReport] = []

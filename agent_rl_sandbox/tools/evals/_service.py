@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_rl_sandbox.schemas.reward import EvalGateInput, EvalGateOutput, EvalReport
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals._gates import evaluate_gate, load_gates
 from agent_rl_sandbox.tools.evals._harness import score_store
@@ -37,13 +38,20 @@ class EvalService:
     def score_store(self, **filters) -> EvalReport:
         return score_store(self, **filters)
 
-    def gate(self, inp: EvalGateInput) -> EvalGateOutput:
-        """Score the matching finished trajectories from the store and evaluate gate ``inp.gate``."""
+    def gate(self, inp: EvalGateInput, caller: Caller = OPERATOR) -> EvalGateOutput:
+        """Score the matching finished trajectories from the store and evaluate gate ``inp.gate``.
+        An agent ``caller`` (MCP) aggregates only its own trajectories; another owner's id in
+        ``inp.session_ids`` raises :class:`ActionError` (see :func:`._harness.score_store`). The
+        operator (CLI) sees every trajectory."""
         gates = self.gates()
         if inp.gate not in gates:
             raise ActionError(f"unknown gate {inp.gate!r}", f"use one of {sorted(gates)}")
         report = self.score_store(
-            session_ids=inp.session_ids, task_id=inp.task_id, behaviour=inp.behaviour, agent_name=inp.agent_name
+            session_ids=inp.session_ids,
+            task_id=inp.task_id,
+            behaviour=inp.behaviour,
+            agent_name=inp.agent_name,
+            caller=caller,
         )
         verdict = evaluate_gate(report, inp.gate, gates[inp.gate], base_dir=self.settings.home)
         cap = self.settings.max_result_items

@@ -25,7 +25,7 @@ from agent_rl_sandbox.tools.store._hook_events import HookEventRepository, HookE
 from agent_rl_sandbox.tools.store._integrity import step_problems, unanswered_calls
 from agent_rl_sandbox.tools.store._sandboxes import SandboxRecord, SandboxRepository
 from agent_rl_sandbox.tools.store._store import Store
-from agent_rl_sandbox.tools.store._trajectories import OUTCOMES, AppendResult, TrajectoryRepository
+from agent_rl_sandbox.tools.store._trajectories import OUTCOMES, AppendResult, TrajectoryRepository, unknown_trajectory
 
 
 def __getattr__(name: str):
@@ -47,6 +47,7 @@ __all__ = [
     "SandboxRepository",
     "Store",
     "StoreError",
+    "unknown_trajectory",
     "TrajectoryRepository",
     "new_id",
     "normalise_time",

@@ -42,6 +42,15 @@ OUTCOMES = ("passed", "failed", "unscored", "running")
 """Values of the ``outcome`` filter of :meth:`TrajectoryRepository.list`."""
 
 
+def unknown_trajectory(session_id: str) -> StoreError:
+    """The error for a trajectory id the store does not hold, also what an agent gets for another
+    owner's id where even its existence must not show (``trajectory_start``'s ``parent_session_id``)."""
+    return StoreError(
+        f"unknown trajectory {session_id!r}",
+        "call trajectory_list to see ids, or sandbox_reset / trajectory_start to begin one",
+    )
+
+
 @dataclass
 class _Prepared:
     step: Step
@@ -323,10 +332,7 @@ class TrajectoryRepository:
 
     @staticmethod
     def _unknown(session_id: str) -> NoReturn:
-        raise StoreError(
-            f"unknown trajectory {session_id!r}",
-            "call trajectory_list to see ids, or sandbox_reset / trajectory_start to begin one",
-        )
+        raise unknown_trajectory(session_id)
 
     def update_meta(self, session_id: str, **values: Any) -> None:
         """Set descriptive columns of a running trajectory (``task_id``, ``behaviour``, ``split``,

@@ -38,7 +38,7 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller, ensure_owner, ensure_readable
 from agent_rl_sandbox.tools.errors import ActionError, WouldWait
 from agent_rl_sandbox.tools.formats.signing import export_key
-from agent_rl_sandbox.tools.store import StoreError, TrajectoryRepository
+from agent_rl_sandbox.tools.store import StoreError, TrajectoryRepository, unknown_trajectory
 from agent_rl_sandbox.tools.trajectories._export import (
     FORMATS,
     SIGNED_FORMATS,
@@ -126,6 +126,10 @@ class TrajectoryService:
                 if s.status == "running" and owners.get(s.session_id) == caller.owner_id:
                     return TrajectoryStartOutput(trajectory=s, created=False)
         if inp.parent_session_id is not None:
+            # another owner's id gets the unknown-id error word for word: a parent must not reveal that
+            # another agent's (held-out) trajectory exists
+            if not caller.owns(self.store.owners([inp.parent_session_id]).get(inp.parent_session_id, caller.owner_id)):
+                raise unknown_trajectory(inp.parent_session_id)
             parent = self.store.summary(inp.parent_session_id)
             ensure_owner(
                 caller,
