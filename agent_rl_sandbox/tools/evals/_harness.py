@@ -9,7 +9,7 @@ scoring many; a single unreadable or invalid input raises :class:`EvalInputError
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -359,6 +359,8 @@ class _Trajectories(Protocol):
     def list(self, **filters: Any) -> tuple[list[TrajectorySummary], int]: ...
 
     def summary(self, session_id: str) -> TrajectorySummary: ...
+
+    def owners(self, session_ids: Sequence[str]) -> dict[str, str | None]: ...
 
 
 class _Store(Protocol):
