@@ -85,23 +85,30 @@ def is_secret_name(name: str) -> bool:
 
 
 def _walk(repo: Path):
-    """``(relative path, lstat)`` of every regular file under ``repo`` (symlinks not followed)."""
-    for top, dirs, files in os.walk(repo):
-        for name in files:
-            p = os.path.join(top, name)
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if (st.st_mode & 0o170000) == 0o100000:
-                yield os.path.relpath(p, repo), st
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
+    """``(relative path, (st_dev, inode))`` of every regular file under ``repo`` (symlinks not
+    followed; the inode from the directory entry, so no ``stat`` per file: ~20 ms per 2,000 files)."""
+    dev = os.lstat(repo).st_dev
+    stack = [str(repo)]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            yield os.path.relpath(e.path, repo), (dev, e.inode())
+                    except OSError:
+                        continue
+        except OSError:
+            continue
 
 
 def note_secrets(repo: Path, root: Path) -> list[str]:
     """At reset: note the inodes of ``repo``'s secret files in ``root`` (the sandbox's folder the
     sandbox cannot reach); returns their relative paths."""
-    found = [(rel, st.st_dev, st.st_ino) for rel, st in _walk(repo) if is_secret_name(os.path.basename(rel))]
+    found = [(rel, *key) for rel, key in _walk(repo) if is_secret_name(os.path.basename(rel))]
     (root / NOTES_NAME).write_text(json.dumps([list(f) for f in found]))
     return [f[0] for f in found]
 
@@ -147,8 +154,7 @@ class SecretWatch:
         noted = _noted(self.root)
         first: dict[tuple[int, int], str] = {}  # the noted secrets: always watched, whatever else the copy holds
         named: dict[tuple[int, int], str] = {}  # other files with a secret's name, up to MAX_WATCHED
-        for rel, st in _walk(self.repo):
-            key = (st.st_dev, st.st_ino)
+        for rel, key in _walk(self.repo):
             if key in noted:
                 first.setdefault(key, rel)
             elif is_secret_name(os.path.basename(rel)) and len(named) < MAX_WATCHED:
