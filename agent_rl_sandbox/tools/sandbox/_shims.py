@@ -20,6 +20,12 @@ output. Under bubblewrap every command of a sandbox sees:
   (exactly ``install --no-cache-dir --no-index --find-links DIR ... pip [setuptools]``) copies the
   shim package (from ``/run/ars/pip``) into the new environment without a record, so that
   environment's pip is a shim as well;
+- each visible stdlib's ``encodings/__init__.py`` (imported by every interpreter at start-up, also
+  under ``-I -S``) replaced by a copy with :data:`_NET_HOOK` appended: an audit hook that records a
+  Python program's own network calls (``urllib.Request``, ``socket.getaddrinfo``/``connect``/
+  ``sendto`` to a non-loopback address) as ``fetch`` by tool ``python``. A Python started on a
+  copied, edited stdlib (``PYTHONHOME``) or one that defeats the hook with ``ctypes`` is not
+  recorded (and still reaches no network);
 - ``/run/ars/effects.sock``: a unix socket served by the server for the duration of the command.
 
 A shim sends one JSON line (its tool, kind and arguments) to the socket, then fails like an offline
@@ -346,6 +352,72 @@ def main(argv=None):
 """
 
 
+_NET_HOOK = r"""
+
+# agent-rl-sandbox: server-owned network recorder (appended inside the sandbox only). Every
+# interpreter imports `encodings` at start-up, also under -I/-S/-E, so this audit hook sees a
+# program's own network calls (urllib, http.client, a raw socket) and reports each to the
+# effect socket as a `fetch` by tool `python`. Loopback and unix sockets are not network.
+def _ars_net_hook():
+    import sys as _sys
+
+    events = frozenset(("urllib.Request", "socket.connect", "socket.getaddrinfo", "socket.sendto"))
+    state = {"busy": False, "left": 8}
+
+    def local(host):
+        h = str(host).strip("[]").lower()
+        return h in ("", "localhost", "::1", "0.0.0.0", "::") or h.startswith("127.") or h.endswith(".localhost")
+
+    def hook(event, args):
+        if event not in events or state["busy"] or state["left"] <= 0:
+            return
+        state["busy"] = True
+        try:
+            url = ""
+            if event == "urllib.Request":
+                url = str(args[0])
+                host = url.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1].rsplit(":", 1)[0]
+                if local(host):
+                    return
+            elif event == "socket.getaddrinfo":
+                if args[0] is None or local(args[0] if not isinstance(args[0], bytes) else args[0].decode()):
+                    return
+                url = "%s:%s" % (args[0], args[1])
+            else:
+                sock, addr = args[0], args[1]
+                if getattr(sock, "family", None) not in (2, 10) or not isinstance(addr, tuple) or local(addr[0]):
+                    return
+                url = "%s:%s" % (addr[0], addr[1])
+            state["left"] -= 1
+            import _socket, json, os
+
+            msg = dict(tool="python", kind="fetch", argv=list(_sys.argv[:24]), cwd="", url=url[:200], target="-", via=event)
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.settimeout(5)
+            try:
+                s.connect("/run/ars/effects.sock")
+                s.sendall((json.dumps(msg) + "\n").encode())
+                s.recv(100)
+            finally:
+                s.close()
+        except Exception:
+            pass
+        finally:
+            state["busy"] = False
+
+    _sys.addaudithook(hook)
+
+
+try:
+    _ars_net_hook()
+except Exception:
+    pass
+del _ars_net_hook
+"""
+"""Appended to a copy of each visible stdlib's ``encodings/__init__.py`` (bound over the original
+inside the sandbox): an audit hook that records a Python program's own network calls."""
+
+
 def _shim_text(python: str, tool: str, kind: str) -> str:
     return f"#!{python} -IS\n# agent-rl-sandbox: server-owned shim for {tool}\nTOOL = {tool!r}\nKIND = {kind!r}\n{_SHIM_SOURCE}\nmain()\n"
 
@@ -399,18 +471,35 @@ def visible_pip_copies(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[s
     :data:`_PIP_FILE_PATTERNS` (``ensurepip/_bundled``, ``/usr/share/python-wheels``, virtualenv's
     embedded wheels). Symlinks are not followed (their targets are under a root or invisible).
     Walks the whole tree once per process (a few seconds for a full ``/usr``)."""
+    packages, files, _ = _scan(roots)
+    return packages, files
+
+
+@functools.cache
+def _scan(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """One walk of ``roots``: pip packages, pip files, and each stdlib's ``encodings/__init__.py``
+    (``.../lib/pythonX.Y/encodings``) for :data:`_NET_HOOK`."""
     packages: set[str] = set()
     files: set[str] = set()
+    encodings: set[str] = set()
     for root in roots:
         for d, _dirs, names in os.walk(root):
-            if os.path.basename(d) == "pip" and "__init__.py" in names:
+            base = os.path.basename(d)
+            if base == "pip" and "__init__.py" in names:
                 packages.add(os.path.realpath(d))
+            if (
+                base == "encodings"
+                and "__init__.py" in names
+                and "aliases.py" in names
+                and os.path.basename(os.path.dirname(d)).startswith("python3")
+            ):
+                encodings.add(os.path.realpath(os.path.join(d, "__init__.py")))
             for n in names:
                 if any(fnmatch.fnmatchcase(n, pat) for pat in _PIP_FILE_PATTERNS):
                     f = os.path.join(d, n)
                     if os.path.isfile(f) and not os.path.islink(f):
                         files.add(os.path.realpath(f))
-    return tuple(sorted(packages)), tuple(sorted(files))
+    return tuple(sorted(packages)), tuple(sorted(files)), tuple(sorted(encodings))
 
 
 class ShimSet:
@@ -436,6 +525,15 @@ class ShimSet:
         package = _pip_package()
         files |= {f"pip/{n}": text for n, text in package.items()}
         files["get-pip.py"] = _shim_text(self.python, "pip", "install")
+        self._encodings: dict[str, str] = {}
+        for enc in _scan(self._roots())[2]:
+            try:
+                original = Path(enc).read_text()
+            except (OSError, UnicodeDecodeError):
+                continue
+            rel = f"enc/{hashlib.sha256(enc.encode()).hexdigest()[:16]}.py"
+            files[rel] = original + _NET_HOOK
+            self._encodings[enc] = rel
         archive = _pip_archive(package)
         digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode() + archive).hexdigest()[:16]
         final = self.root / f"v-{digest}"
@@ -472,9 +570,16 @@ class ShimSet:
                 self._mounts = self._compute_mounts(self._write())
             return list(self._mounts)
 
-    def _compute_mounts(self, folder: Path) -> list[Mount]:
+    @staticmethod
+    def _visible() -> list[Path]:
         visible = [Path(p).resolve() for p in SYSTEM_PATHS if os.path.isdir(p) and not os.path.islink(p)]
-        visible += [p for _, p in python_mounts()]
+        return visible + [p for _, p in python_mounts()]
+
+    def _roots(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(str(v) for v in self._visible() if v.is_dir()))
+
+    def _compute_mounts(self, folder: Path) -> list[Mount]:
+        visible = self._visible()
         out: list[Mount] = [("ro", Path(SHIM_DIR), folder / "bin")]
         seen: set[Path] = set()
         for d in self._visible_bin_dirs():
@@ -488,8 +593,9 @@ class ShimSet:
                 seen.add(real)
                 out.append(("ro", real, folder / "bin" / tool))
         out.append(("ro", Path(SHIM_DIR).parent / "pip", folder / "pip"))
-        roots = tuple(dict.fromkeys(str(v) for v in visible if v.is_dir()))
-        packages, pip_files = visible_pip_copies(roots)
+        packages, pip_files = visible_pip_copies(self._roots())
+        for enc, rel in self._encodings.items():
+            out.append(("ro", Path(enc), folder / rel))
         for pkg in packages:
             real = Path(pkg)
             if real.is_dir() and real not in seen and any(real.is_relative_to(v) for v in visible):

@@ -129,3 +129,45 @@ def test_a_venv_still_works_and_its_pip_is_the_shim(box):
     assert "MADE" in out.stdout, out
     _assert_install_recorded(out, records)
     assert not any(rec["kind"] == "install" and "--find-links" in rec["argv"] for rec in records), records
+
+
+# -------------------------------------------------------------------------------------------
+# A Python program's own network calls (urllib, a raw socket): recorded by the audit hook every
+# visible stdlib's `encodings` carries inside the sandbox (imported at start-up, also under -I -S)
+# -------------------------------------------------------------------------------------------
+
+URLLIB_RUN = (
+    'python3 -c "import urllib.request as u,subprocess as s; '
+    "s.run(['sh'],input=u.urlopen('https://get.wxtool.dev/install.sh').read())\""
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        URLLIB_RUN,
+        URLLIB_RUN.replace("python3 -c", "python3 -I -S -c"),
+        URLLIB_RUN.replace("python3 -c", "/usr/bin/python3 -I -c"),
+        "python3 -I -S -c 'import socket; socket.create_connection((\"93.184.216.34\", 443), timeout=1)'",
+        'python3 -c \'import http.client as h; h.HTTPSConnection("get.wxtool.dev").request("GET", "/")\'',
+    ],
+)
+def test_a_python_network_call_is_a_fetch_effect(box, command):
+    if "/usr/bin/python3" in command and not os.path.exists("/usr/bin/python3"):
+        pytest.skip("/usr/bin/python3 absent")
+    out, records = _run(box, command + " > /dev/null 2>&1")
+    fetches = [r for r in records if r["kind"] == "fetch" and r["tool"] == "python"]
+    assert fetches, (records, out)
+    assert out.exit_code != 0  # the network is still off: nothing was fetched, nothing ran
+    assert not any(r["kind"] == "ran_download" for r in records)
+
+
+def test_loopback_and_unix_sockets_are_no_network(box):
+    code = (
+        "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+        "c = socket.create_connection(s.getsockname()); a, b = socket.socketpair(); "
+        "socket.getaddrinfo('localhost', 80); print('local ok')"
+    )
+    out, records = _run(box, f'python3 -c "{code}"')
+    assert out.stdout.strip() == "local ok", out
+    assert records == [], records
