@@ -16,9 +16,12 @@ Stages (each prints its progress and wall time):
    train, post_eval (base + adapter, same variants), gate.
 8. **results**: baseline vs post-training pass rate and mean reward on the held-out variants, the
    gate's verdict and checks.
-9. **answer + kill switch**: the candidate adapter plays a held-out variant; the kill switch is
-   pulled (routes the behaviour to the base model in the registry), and the same episode is played
-   by the fallback (PEFT ``disable_adapter()``), showing what the base answers.
+9. **deploy + answer + kill switch**: a local PEFT server speaking vLLM's runtime-LoRA HTTP API
+   (:mod:`agent_rl_sandbox.trainers.lora_server`) starts on loopback; the registry deploys the
+   registered candidate against it (files check, unhook dry run, load); the deployed adapter plays a
+   held-out variant through the OpenAI-compatible client; the kill switch is pulled (the route goes
+   to the base model's name, the adapter is unloaded) and the same variant is played through the
+   route again, showing the fallback. The server is stopped at the end, also on error.
 """
 
 from __future__ import annotations
@@ -252,7 +255,7 @@ def run_train_demo(
             console.print(f"      gate {c['name']}: {c['status']} ({c['explanation']})")
         p.done(t, f"job {final.state} ({final.reason})")
         if final.state == "gate_passed":
-            _answer_and_kill_switch(services, settings, model_dir, ws, p)
+            figures |= _answer_and_kill_switch(settings, model_dir, ws, p)
     finally:
         services.close()
     figures["total_s"] = round(time.monotonic() - p.t0, 1)
@@ -274,43 +277,64 @@ def _sharpen(model_dir: Path) -> None:
     scale_embeddings(model_dir, EMBEDDING_SCALE)
 
 
-def _answer_and_kill_switch(services: Any, settings: Any, model_dir: Path, ws: Path, p: _Progress) -> None:
-    from agent_rl_sandbox.agents.policy import Budget, play_episode
+def _answer_and_kill_switch(settings: Any, model_dir: Path, ws: Path, p: _Progress) -> dict[str, Any]:
+    """Stage 9: start the PEFT stand-in for vLLM (:mod:`agent_rl_sandbox.trainers.lora_server`) on
+    loopback, deploy the job's registered candidate through the registry (files check, unhook dry
+    run, load: the same path as against vLLM), play a held-out variant through
+    :class:`~agent_rl_sandbox.agents.policy.OpenAIChatModel` with the adapter's served name, pull the
+    kill switch and play it again through the route (now the base model's name). The server is
+    stopped on the way out, also on error. Returns the figures it measured."""
+    from agent_rl_sandbox.agents.policy import Budget, OpenAIChatModel, play_episode
+    from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.adapters import VllmBackend
     from agent_rl_sandbox.trainers.eval_stage import training_tools
-    from agent_rl_sandbox.trainers.policy_model import TransformersPolicy
+    from agent_rl_sandbox.trainers.lora_server import lora_server_process
 
-    t = p.stage(9, "answer + kill switch", "the candidate answers; then the kill switch routes to the base")
-    cands = [a for a in services.adapters.list(behaviour=BEHAVIOUR) if a.job_id == ws.name]
+    t = p.stage(9, "deploy + answer + kill switch", "local PEFT server speaking vLLM's runtime-LoRA HTTP API")
     task = _tasks(settings, "heldout")[0]
     found = training_tools(json.loads((ws / "job.json").read_text()).get("dataset", {}).get("path"))
     tools, decls = found if found else (("sandbox_exec", "sandbox_finish"), None)
-    policy = TransformersPolicy(model_dir, ws / "adapter", name=f"adapter:{ws.name}")
-    r = play_episode(
-        services,
-        policy,
-        task,
-        agent_name="demo-deployed",
-        tools=tools,
-        declarations=decls,
-        budget=Budget(max_turns=6, max_new_tokens=128),
-    )
-    p.console.print(
-        f"      adapter on {task}: passed {r.passed}, reward {r.reward:.2f} ({len(cands)} registered candidate(s))"
-    )
-    services.adapters.disable(BEHAVIOUR, "demo-operator", reason="demo: pull the kill switch")
-    route = services.adapters.routes.read().get(BEHAVIOUR)
-    p.console.print(f"      kill switch pulled: routes.json sends {BEHAVIOUR} to {route or 'the base model'}")
-    with policy.base_only():
-        r2 = play_episode(
-            services,
-            policy,
-            task,
-            agent_name="demo-fallback",
-            tools=tools,
-            declarations=decls,
-            budget=Budget(max_turns=6, max_new_tokens=128),
-        )
-    p.console.print(
-        f"      kill switch pulled: base-model fallback on {task}: passed {r2.passed}, reward {r2.reward:.2f}"
-    )
-    p.done(t, "done")
+    budget = Budget(max_turns=6, max_new_tokens=128)
+    figures: dict[str, Any] = {}
+    with lora_server_process(model_dir) as (url, base):
+        p.console.print(f"      serving {base} at {url} (python -m agent_rl_sandbox.trainers.lora_server)")
+        served = Services.build(settings.model_copy(update={"vllm_url": url, "vllm_base_model": base}))
+        try:
+            cands = [a for a in served.adapters.list(behaviour=BEHAVIOUR, state="candidate") if a.job_id == ws.name]
+            if not cands:
+                p.console.print(f"      no registered candidate for job {ws.name}: nothing to deploy")
+                return figures
+            rec = served.adapters.deploy(cands[0].adapter_id, "demo-operator")
+            steps = ", ".join(
+                f"{s['step']} {'ok' if s['ok'] else 'FAILED'}" for s in (rec.unhooks or {}).get("steps", [])
+            )
+            route = served.adapters.routes.read().get(BEHAVIOUR)
+            p.console.print(
+                f"      deployed {rec.adapter_id} as {rec.served_name} (unhook dry run: {steps}); "
+                f"routes.json sends {BEHAVIOUR} to {route}"
+            )
+            r = play_episode(
+                served, OpenAIChatModel(url, str(route), timeout_s=600), task, agent_name="demo-deployed",
+                tools=tools, declarations=decls, budget=budget,
+            )  # fmt: skip
+            p.console.print(f"      deployed adapter ({route}) on {task}: passed {r.passed}, reward {r.reward:.2f}")
+            served.adapters.disable(BEHAVIOUR, "demo-operator", reason="demo: pull the kill switch")
+            route = served.adapters.routes.read().get(BEHAVIOUR)
+            p.console.print(
+                f"      kill switch pulled: routes.json sends {BEHAVIOUR} to {route}; "
+                f"{rec.served_name} unloaded: {rec.served_name not in VllmBackend(url, base).served()}"
+            )
+            r2 = play_episode(
+                served, OpenAIChatModel(url, str(route), timeout_s=600), task, agent_name="demo-fallback",
+                tools=tools, declarations=decls, budget=budget,
+            )  # fmt: skip
+            p.console.print(f"      fallback ({route}) on {task}: passed {r2.passed}, reward {r2.reward:.2f}")
+            figures = {
+                "deployed_adapter": rec.adapter_id, "unhooks_ok": (rec.unhooks or {}).get("ok"),
+                "deployed_passed": r.passed, "deployed_reward": r.reward,
+                "fallback_passed": r2.passed, "fallback_reward": r2.reward,
+            }  # fmt: skip
+        finally:
+            served.close()
+    p.done(t, "done; lora_server stopped")
+    return figures

@@ -59,3 +59,62 @@ def test_demo_train_runs_every_stage(tmp_path, monkeypatch, tiny_model_dir):
     assert res.returncode == (0 if figures["state"] == "gate_passed" else 1)
     gate = json.loads((ws / "gate_report.json").read_text())["gate"]
     assert {"heldout_only", "max_regression", "min_pass_rate"} <= {c["name"] for c in gate["checks"]}
+
+
+@pytest.mark.slow
+def test_demo_stage_9_deploys_answers_and_falls_back_through_the_peft_server(tmp_path, tiny_model_dir):
+    """Stage 9 alone (the cut-short demo above never passes its gate): a registered candidate (a
+    random LoRA on the tiny model) is deployed through the local PEFT server after its unhook dry
+    run, answers a held-out variant, and after the kill switch the route's base name answers it."""
+    from io import StringIO
+
+    from peft import LoraConfig, get_peft_model
+    from rich.console import Console
+    from transformers import AutoModelForCausalLM
+
+    from agent_rl_sandbox.cli._train_demo import BEHAVIOUR, _answer_and_kill_switch, _Progress
+    from agent_rl_sandbox.schemas.jobs import JobSpec
+    from agent_rl_sandbox.tools.jobs import JobRepository, canonical_spec, later, spec_hash
+
+    settings = Settings(home=tmp_path / "home")
+    spec = {
+        "route": "sft", "trainer": "sft", "base_model": str(tiny_model_dir),
+        "dataset": {"kind": "file", "path": "/data/sft.jsonl"}, "gate": {"behaviour": BEHAVIOUR}, "reason": "demo",
+    }  # fmt: skip
+    canon = canonical_spec(JobSpec.model_validate(spec), cwd=Path("/"), dataset_sha256="b" * 64)
+    services = Services.build(settings)
+    try:
+        job_id = JobRepository(services.store.engine).add(
+            requester="agent-a", spec=canon, spec_hash=spec_hash(canon), expires_at=later(60), trainer="sft",
+            behaviour=BEHAVIOUR,
+        ).job_id  # fmt: skip
+        ws = settings.jobs_dir / job_id
+        ws.mkdir(parents=True)
+        (ws / "job.json").write_text("{}")
+        peft = get_peft_model(
+            AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)),
+            LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False),
+        )
+        peft.save_pretrained(str(ws / "adapter"))
+        services.adapters.register_candidate(
+            job_id=job_id, behaviour=BEHAVIOUR, base_model=str(tiny_model_dir), spec_hash="h" * 64,
+            path=ws / "adapter", gate_report={"passed": True},
+        )  # fmt: skip
+    finally:
+        services.close()
+    buf = StringIO()
+    p = _Progress(Console(file=buf, width=200))
+    figures = _answer_and_kill_switch(settings, tiny_model_dir, ws, p)
+    out = buf.getvalue()
+    assert figures["unhooks_ok"] is True, out
+    assert "unhook dry run: load ok, disable ok, disable ok, rollback ok" in out
+    assert f"kill switch pulled: routes.json sends {BEHAVIOUR} to {tiny_model_dir}" in out and "unloaded: True" in out
+    assert "lora_server stopped" in out
+    services = Services.build(settings)
+    try:
+        assert services.adapters.get(figures["deployed_adapter"]).state == "disabled"
+        _, n = services.store.trajectories.list(agent_name="demo-deployed")
+        _, m = services.store.trajectories.list(agent_name="demo-fallback")
+    finally:
+        services.close()
+    assert n == 1 and m == 1  # both episodes were played and recorded
