@@ -39,6 +39,7 @@ from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals import behaviour_stats
 from agent_rl_sandbox.tools.jobs import log_tail, metrics_series, plot_bytes, plot_names
+from agent_rl_sandbox.tools.sandbox._verify import operator_report_text
 from agent_rl_sandbox.web import _plots
 from agent_rl_sandbox.web._security import Guard, WebConfig, csrf_token
 
@@ -289,13 +290,19 @@ class Pages:
                     score_error = f"{e.message} ({e.hint})"
             else:
                 score_error = "still running: scored when it finishes"
-            return traj, score, score_error, self.s.sandbox.step_diffs(sid)
+            try:  # the operator's view of the hidden checks (names, arguments, details); agents get counts
+                hidden = operator_report_text(self.s.settings.reports_dir, traj.session_id)
+            except (OSError, ValueError) as e:
+                hidden = f"(the verifier report is unreadable: {e})"
+            return traj, score, score_error, self.s.sandbox.step_diffs(sid), hidden
 
         try:
-            traj, score, score_error, diffs = await run_in_threadpool(load)
+            traj, score, score_error, diffs, hidden = await run_in_threadpool(load)
         except ActionError as e:
             return self.error(request, e, 404)
-        return self.render(request, "trajectory.html", t=traj, score=score, score_error=score_error, diffs=diffs)
+        return self.render(
+            request, "trajectory.html", t=traj, score=score, score_error=score_error, diffs=diffs, hidden_checks=hidden
+        )
 
     # -- evals -------------------------------------------------------------------------------------
 

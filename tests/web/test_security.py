@@ -121,6 +121,12 @@ def test_trajectory_content_is_escaped_everywhere(app, world):
     assert "notes.html" in html  # the diff of the written file is shown (escaped)
 
 
+def test_the_operator_page_shows_the_hidden_checks_agents_do_not_get(app, world):
+    """Agents get counts only (every split); the operator's trajectory page lists each hidden check."""
+    html = _client(app).get(f"/trajectories/{world.good}").text
+    assert "Hidden checks (operator only" in html and "PASS [case] apply_discount(" in html
+
+
 def test_approve_is_bound_to_the_hash_on_the_page(app, world):
     c = _client(app)
     s = world.services

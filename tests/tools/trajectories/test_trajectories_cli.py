@@ -36,3 +36,23 @@ def test_import_then_export_through_the_cli(tmp_path):
     assert manifest["filters"]["include_unknown_tasks"] is True
     refused = runner.invoke(app, ["export", "dpo", "--include-heldout", *home])
     assert refused.exit_code == 1
+
+
+def test_show_prints_the_hidden_checks_for_the_operator(tmp_path):
+    """Agents get the verifier's counts only; the operator's `trajectories show` lists every check
+    with its arguments and expected value (from <home>/reports/<session>.verifier.json)."""
+    from agent_rl_sandbox.schemas.tools import SandboxFinishInput, SandboxResetInput
+    from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.settings import Settings
+
+    s = Services.build(Settings(home=tmp_path / "home"))
+    try:
+        r = s.sandbox.reset(SandboxResetInput(task_id="claim-before-edit", agent_name="t"))
+        out = s.sandbox.finish(SandboxFinishInput(sandbox_id=r.sandbox_id, message="x"))
+    finally:
+        s.sandbox.close()
+        s.close()
+    assert "[case]" not in out.verifier_output
+    shown = CliRunner().invoke(app, ["trajectories", "show", r.session_id, "--home", str(tmp_path / "home")])
+    assert shown.exit_code == 0, shown.output
+    assert "FAIL [case] apply_discount(" in shown.output and "expected" in shown.output, shown.output[-2000:]
