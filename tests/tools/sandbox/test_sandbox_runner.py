@@ -7,6 +7,7 @@ the tests run as root), the way the sandbox service does.
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -73,12 +74,15 @@ def test_without_bubblewrap_auto_falls_back_and_says_so(monkeypatch):
 
 
 def test_wall_time_kills_the_whole_group(env):
+    # a duration unique to this run: another test run on the same machine must not be mistaken for ours
+    mark = f"77.{secrets.randbelow(10**6):06d}"
     t0 = time.monotonic()
-    res = _run(env, "(sleep 77 &); sleep 60 & sleep 61", wall_seconds=1)
+    res = _run(env, f"(sleep {mark} &); sleep 60.{mark[3:]} & sleep 61", wall_seconds=1)
     assert res.limit_hit == "wall_time"
     assert time.monotonic() - t0 < 10
     time.sleep(0.2)
-    leftover = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith("sleep 7")]
+    ours = (f"sleep {mark}", f"sleep 60.{mark[3:]}")
+    leftover = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) in ours]
     assert not leftover, "a background child outlived the wall-time kill"
 
 
