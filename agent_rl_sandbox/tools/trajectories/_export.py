@@ -66,6 +66,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -361,7 +362,26 @@ def store_score(store: TrajectoryRepository, session_id: str) -> dict[str, Any] 
     stored = store.score_json(session_id)
     if not stored or "reward" not in stored:
         return None
-    return {k: v for k, v in stored.items() if k not in STORE_ONLY_SCORE_KEYS}
+    out = {k: v for k, v in stored.items() if k not in STORE_ONLY_SCORE_KEYS}
+    if isinstance(out.get("criteria"), list):  # scores stored before train tasks were withheld too
+        out["criteria"] = [_counts_only(c) for c in out["criteria"]]
+    return out
+
+
+_VERIFIER_EXPL = re.compile(r"^(verifier exited -?\d+ \(expected -?\d+\))(: (.*))?$", re.S)
+_COUNTS_LINE = re.compile(r"^hidden checks (passed|failed|did not finish) \(exit ")
+
+
+def _counts_only(criterion: Any) -> Any:
+    """A stored criterion whose explanation carries a hidden verifier's last line (stores scored
+    before every split got counts only) keeps just ``verifier exited N (expected M)``; the counts
+    line written since is kept."""
+    if not isinstance(criterion, dict) or not isinstance(criterion.get("explanation"), str):
+        return criterion
+    m = _VERIFIER_EXPL.match(criterion["explanation"])
+    if m is None or m.group(3) is None or _COUNTS_LINE.match(m.group(3)):
+        return criterion
+    return criterion | {"explanation": m.group(1)}
 
 
 def _atif(store: TrajectoryRepository, selected, opts: ExportOptions, counts: Counter) -> Rows:

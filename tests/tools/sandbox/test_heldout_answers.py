@@ -159,3 +159,22 @@ def test_an_agent_cannot_export_heldout_trajectories(services, tmp_path):
     # and a training export never carries them, whoever asks
     with pytest.raises(ActionError, match="skipped_heldout=1"):
         services.trajectories.export(TrajectoryExportInput(format="sft", min_reward=None), OPERATOR)
+
+
+def test_scores_stored_before_the_fix_are_exported_with_counts_only():
+    """A store scored before train tasks were withheld holds the verifier's last line (a named case
+    with its expected value) in the criterion explanation; exports (ATIF, suite) drop it."""
+    from agent_rl_sandbox.tools.trajectories._export import store_score
+
+    old = "verifier exited 1 (expected 0): FAIL [case] days_between('2024-01-01', '2024-01-01'): got 1, expected 0"
+    new = "verifier exited 1 (expected 0): hidden checks failed (exit 1): 3 of 5 passed [train task: withheld]"
+
+    class _Store:
+        def __init__(self, expl):
+            self.expl = expl
+
+        def score_json(self, session_id):
+            return {"reward": 0.2, "criteria": [{"id": "verifier_passes", "explanation": self.expl}], "final_tree": "x"}
+
+    assert store_score(_Store(old), "s")["criteria"][0]["explanation"] == "verifier exited 1 (expected 0)"
+    assert store_score(_Store(new), "s")["criteria"][0]["explanation"] == new
