@@ -8,11 +8,91 @@ that changes after approval never runs.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Trainer = Literal["sft", "dpo", "kto", "grpo", "agentic_grpo"]
+
+# -- accepted hyperparameters (one list: training_request checks it, trainers/_plan.py applies it) --
+_COMMON_HYPERPARAMETERS = {
+    "per_device_train_batch_size": int,
+    "gradient_accumulation_steps": int,
+    "num_train_epochs": float,
+    "max_steps": int,
+    "max_length": int,
+    "lora_dropout": float,
+    "logging_steps": int,
+    "seed": int,
+    "warmup_ratio": float,
+    "weight_decay": float,
+    "lr_scheduler_type": str,
+    "max_grad_norm": float,
+    "gradient_checkpointing": bool,
+}
+KNOWN_HYPERPARAMETERS: dict[str, dict[str, type]] = {
+    "sft": {**_COMMON_HYPERPARAMETERS, "assistant_only_loss": bool, "completion_only_loss": bool, "packing": bool},
+    "dpo": {**_COMMON_HYPERPARAMETERS, "beta": float, "loss_type": str},
+    "kto": {**_COMMON_HYPERPARAMETERS, "beta": float, "desirable_weight": float, "undesirable_weight": float},
+    "grpo": {
+        **_COMMON_HYPERPARAMETERS,
+        "beta": float,
+        "num_generations": int,
+        "max_completion_length": int,
+        "temperature": float,
+        "scale_rewards": str,
+        "use_vllm": bool,
+        "vllm_mode": str,
+        "reward": str,
+        "max_tool_calling_iterations": int,
+        "zero_std_patience": int,
+        "sft_warmup_steps": int,
+        "sft_learning_rate": float,
+    },
+}
+"""Hyperparameter names each trainer accepts from ``spec.hyperparameters``, with their types.
+``reward`` (GRPO) names a built-in reward function (``trainers/_rewards.py``); ``zero_std_patience`` is how
+many logged steps in a row every group may have zero reward variance before the run is refused;
+``sft_warmup_steps`` (GRPO) first trains the same LoRA adapter with SFT on the job's conversational
+rows for that many steps (at ``sft_learning_rate``, default 2e-4), then runs GRPO from it on the
+rows' prompts (a random model never earns a tool-call reward; STACK.md)."""
+KNOWN_HYPERPARAMETERS["agentic_grpo"] = dict(KNOWN_HYPERPARAMETERS["grpo"])
+
+ADAPTER_OWNED_HYPERPARAMETERS = {
+    "lora_r": "adapter.rank",
+    "r": "adapter.rank",
+    "lora_alpha": "adapter.alpha",
+    "learning_rate": "adapter.learning_rate",
+    "target_modules": "adapter.target_modules",
+}
+"""Names that belong to ``spec.adapter``, not ``spec.hyperparameters``, and the field to set instead."""
+
+
+def hyperparameter_problem(trainer: str, name: str, value: Any) -> tuple[str, str] | None:
+    """Why ``spec.hyperparameters.<name> = value`` is refused for ``trainer``, as ``(problem, next
+    step)``, or ``None`` when it is accepted: a name the adapter owns, a name not in
+    :data:`KNOWN_HYPERPARAMETERS` (``push_to_hub``, ``output_dir``, ``report_to``,
+    ``trust_remote_code``...: the list of accepted names is in the next step), or a value of the wrong
+    type (an int is accepted for a float)."""
+    if name in ADAPTER_OWNED_HYPERPARAMETERS:
+        return f"{name!r} is set by the adapter, not here", f"set {ADAPTER_OWNED_HYPERPARAMETERS[name]} instead"
+    known = KNOWN_HYPERPARAMETERS.get(trainer, {})
+    if name not in known:
+        return (
+            f"{name!r} is not a {trainer} hyperparameter these trainers accept",
+            f"use only these names: {', '.join(sorted(known))}",
+        )
+    want = known[name]
+    ok = (
+        isinstance(value, bool)
+        if want is bool
+        else not isinstance(value, bool) and isinstance(value, (int, float) if want is float else want)
+    )
+    if not ok:
+        return f"{name!r} must be {want.__name__}, got {value!r}", f"pass a {want.__name__}"
+    return None
+
+
 AdapterKind = Literal["lora", "qlora", "full"]
 
 JobState = Literal[
@@ -139,8 +219,8 @@ class JobSpec(BaseModel):
     gate: GateRef
     caps: Caps = Field(default_factory=Caps)
     hyperparameters: dict[str, int | float | str | bool] = Field(default_factory=dict)
-    """Trainer arguments beyond the adapter's (batch size, epochs, beta, num_generations, ...);
-    the trainer refuses names it does not know."""
+    """Trainer arguments beyond the adapter's (batch size, epochs, beta, num_generations, ...): only
+    the names in :data:`KNOWN_HYPERPARAMETERS` for the trainer, refused at request time otherwise."""
     reason: str = Field(min_length=1, max_length=2000)
     """Why the requester wants this (shown to the approving human)."""
 

@@ -24,58 +24,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_rl_sandbox.schemas.jobs import ADAPTER_OWNED_HYPERPARAMETERS as _ADAPTER_OWNED
+from agent_rl_sandbox.schemas.jobs import KNOWN_HYPERPARAMETERS
+
 TRAINERS = ("sft", "dpo", "kto", "grpo", "agentic_grpo")
 
-_COMMON = {
-    "per_device_train_batch_size": int,
-    "gradient_accumulation_steps": int,
-    "num_train_epochs": float,
-    "max_steps": int,
-    "max_length": int,
-    "lora_dropout": float,
-    "logging_steps": int,
-    "seed": int,
-    "warmup_ratio": float,
-    "weight_decay": float,
-    "lr_scheduler_type": str,
-    "max_grad_norm": float,
-    "gradient_checkpointing": bool,
-}
-KNOWN_HYPERPARAMETERS: dict[str, dict[str, type]] = {
-    "sft": {**_COMMON, "assistant_only_loss": bool, "completion_only_loss": bool, "packing": bool},
-    "dpo": {**_COMMON, "beta": float, "loss_type": str},
-    "kto": {**_COMMON, "beta": float, "desirable_weight": float, "undesirable_weight": float},
-    "grpo": {
-        **_COMMON,
-        "beta": float,
-        "num_generations": int,
-        "max_completion_length": int,
-        "temperature": float,
-        "scale_rewards": str,
-        "use_vllm": bool,
-        "vllm_mode": str,
-        "reward": str,
-        "max_tool_calling_iterations": int,
-        "zero_std_patience": int,
-        "sft_warmup_steps": int,
-        "sft_learning_rate": float,
-    },
-}
-"""Hyperparameter names each trainer accepts from ``spec.hyperparameters``, with their types.
-``reward`` (GRPO) names a built-in reward function (:mod:`._rewards`); ``zero_std_patience`` is how
-many logged steps in a row every group may have zero reward variance before the run is refused;
-``sft_warmup_steps`` (GRPO) first trains the same LoRA adapter with SFT on the job's conversational
-rows for that many steps (at ``sft_learning_rate``, default 2e-4), then runs GRPO from it on the
-rows' prompts (a random model never earns a tool-call reward; STACK.md)."""
-KNOWN_HYPERPARAMETERS["agentic_grpo"] = dict(KNOWN_HYPERPARAMETERS["grpo"])
 
-_ADAPTER_OWNED = {
-    "lora_r": "adapter.rank",
-    "r": "adapter.rank",
-    "lora_alpha": "adapter.alpha",
-    "learning_rate": "adapter.learning_rate",
-    "target_modules": "adapter.target_modules",
-}
+# KNOWN_HYPERPARAMETERS / _ADAPTER_OWNED: one list in schemas/jobs.py, which training_request checks at
+# request time too (tools/ cannot import trainers/).
 SAVE_MARGIN_S = 30.0
 """Seconds kept free before ``caps.timeout_s`` so the adapter can still be saved (at most a tenth
 of the timeout for short timeouts)."""

@@ -32,6 +32,10 @@ def test_a_store_selection_is_materialised_hashed_and_validated(tmp_path):
         + "".join(f"[stages.{n}]\ncommand = {ok}\ntimeout_s = 20\n" for n in ("baseline", "train", "post_eval"))
         + "[stages.gate]\ncommand = [\"/bin/sh\", \"-c\", \"exit 1\"]\ntimeout_s = 20\n"
     )  # fmt: skip
+    model = tmp_path / "model"  # a model folder by its files (training_request refuses any other folder)
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "tokenizer_config.json").write_text("{}")
     w, services = build_worker(settings, lease_s=30)
     try:
         for variant in ("claim-before-edit/train-2", "claim-before-edit/train-3"):
@@ -41,7 +45,7 @@ def test_a_store_selection_is_materialised_hashed_and_validated(tmp_path):
         assert bad.finish["passed"] is False and bad.finish["reward"] < 1.0, bad.finish  # not SFT material
         spec = JobSpec.model_validate(
             {
-                "route": "sft", "trainer": "sft", "base_model": str(tmp_path),
+                "route": "sft", "trainer": "sft", "base_model": str(model),
                 "dataset": {"kind": "store", "export": "sft", "behaviour": "claim-before-edit"},
                 "gate": {"behaviour": "claim-before-edit"}, "reason": "teach claiming from the store",
             }

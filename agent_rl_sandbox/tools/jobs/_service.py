@@ -11,9 +11,13 @@ Human-only (the ``jobs`` CLI, later the web page; no MCP tool is bound to them):
 A request is validated before it is stored, and each refusal is an :class:`ActionError` naming the
 field and what to do:
 
-- ``base_model``: an existing local folder or a name in the operator's model registry
-  (``Settings.models``).
-- ``dataset`` (a file): under the folders the dataset validator may read; validated by
+- ``base_model``: a name in the operator's model registry (``Settings.models``) or an absolute local
+  folder holding ``config.json`` and tokenizer files (a venv or ``/usr`` is refused).
+- ``hyperparameters``: only names in :data:`~agent_rl_sandbox.schemas.jobs.KNOWN_HYPERPARAMETERS` for
+  the trainer (the list the trainers apply), with their types; ``push_to_hub``, ``output_dir``,
+  ``report_to``, ``trust_remote_code``... are refused with the accepted names.
+- ``dataset`` (a file): under ``<home>/exports`` or the operator's data folders, never under
+  ``<home>/sandboxes`` (an agent's own working copy); validated by
   :class:`~agent_rl_sandbox.tools.datasets.DatasetService` (any error blocks the request and the
   message gives the full report's path); its SHA-256 is taken before and after validation (a file
   that changed meanwhile is refused) and must equal a ``sha256`` the requester gave. A store selection
@@ -55,6 +59,7 @@ from agent_rl_sandbox.schemas.jobs import (
     TrainingRequestOutput,
     TrainingStatusInput,
     TrainingStatusOutput,
+    hyperparameter_problem,
 )
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller
@@ -65,6 +70,8 @@ from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
 from agent_rl_sandbox.tools.jobs._repository import JobRecord, JobRepository, TransitionRefused, later
 from agent_rl_sandbox.tools.store import utcnow
 
+MODEL_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+"""A model folder holds one of these next to its ``config.json``."""
 WORKSPACE_FILES = ("job.json", "run.log", "train.log", "metrics.jsonl", "scores.json")
 """Files of a job workspace (written by the worker) that status lists when they exist."""
 
@@ -112,6 +119,7 @@ class JobService:
         :class:`ActionError` naming the field at fault (see the module docstring)."""
         self.repo.expire_due()
         self._check_base_model(spec.base_model)
+        self._check_hyperparameters(spec)
         self._check_gate(spec)
         self._check_caps(spec)
         validation: dict[str, Any] | None = None
@@ -313,12 +321,24 @@ class JobService:
         return any(t.config.behaviour == behaviour for t in self.tasks.values())
 
     def _check_base_model(self, name: str) -> None:
+        """A name in the operator's registry, or an absolute folder that holds a model: ``config.json``
+        and a tokenizer (``tokenizer.json``, ``tokenizer_config.json`` or ``tokenizer.model``). A venv,
+        ``/usr`` or any other folder is refused: the trainer would load (and run code from) it."""
         if name in self.settings.models:
             return
+        known = ", ".join(self.settings.models) or "none configured"
         p = Path(name).expanduser()
         if p.is_absolute() and p.is_dir():
-            return
-        known = ", ".join(self.settings.models) or "none configured"
+            missing = [] if (p / "config.json").is_file() else ["config.json"]
+            if not any((p / t).is_file() for t in MODEL_TOKENIZER_FILES):
+                missing.append(" or ".join(MODEL_TOKENIZER_FILES))
+            if not missing:
+                return
+            raise _field_error(
+                "base_model",
+                f"{name!r} is a folder but not a model folder (it has no {' and no '.join(missing)})",
+                f"pass the folder of a saved model (config.json plus tokenizer files) or a registry name ({known})",
+            )
         raise _field_error(
             "base_model",
             f"{name!r} is neither an existing local model folder (absolute path) nor a name the operator's "
@@ -326,6 +346,14 @@ class JobService:
             "pass an absolute path of a model folder, one of the registry's names, or ask the operator to add "
             "it to AGENT_RL_SANDBOX_MODELS",
         )
+
+    def _check_hyperparameters(self, spec: JobSpec) -> None:
+        """Every ``spec.hyperparameters`` name is one the trainer accepts, with the right type (one list
+        with the trainers: :data:`~agent_rl_sandbox.schemas.jobs.KNOWN_HYPERPARAMETERS`)."""
+        for name, value in spec.hyperparameters.items():
+            why = hyperparameter_problem(spec.trainer, name, value)
+            if why is not None:
+                raise _field_error(f"hyperparameters.{name}", *why)
 
     def _check_gate(self, spec: JobSpec) -> None:
         gates = self.gates()
@@ -358,6 +386,28 @@ class JobService:
             if value > limit:
                 raise _field_error(field, f"{value} is above the operator's limit {limit}", f"pass at most {limit}")
 
+    def _check_dataset_root(self, raw: str, real: Path) -> None:
+        """A training dataset comes from this home's exports or the operator's data folders, never from
+        a sandbox (an agent writes its own working copy) nor from anywhere else the validator may read
+        (the server's working folder). ``real`` is the resolved path."""
+        home = self.settings.home.resolve()
+        sandboxes = self.settings.sandboxes_dir.resolve()
+        if real == sandboxes or real.is_relative_to(sandboxes):
+            raise _field_error(
+                "dataset.path",
+                f"{raw!r} is inside a sandbox (under {sandboxes}): an agent's working copy is not training data",
+                "export your server-scored trajectories with trajectory_export and pass the data_path it returns",
+            )
+        roots = [home / "exports", *(d.resolve() for d in self.settings.data_dirs)]
+        if not any(real.is_relative_to(r) for r in roots):
+            raise _field_error(
+                "dataset.path",
+                f"{raw!r} is not under this server's exports or the operator's data folders "
+                f"({', '.join(map(str, roots))})",
+                "pass the data_path trajectory_export returned, or ask the operator to add its folder to "
+                "AGENT_RL_SANDBOX_DATA_DIRS",
+            )
+
     def _check_dataset_file(self, spec: JobSpec) -> tuple[str, dict[str, Any]]:
         ds = spec.dataset
         assert ds.kind == "file"
@@ -365,6 +415,7 @@ class JobService:
             real = self.datasets._allowed(ds.path, "dataset.path")
         except ActionError as e:
             raise _field_error("dataset.path", e.message, e.hint) from None
+        self._check_dataset_root(ds.path, real)
         if not real.is_file():
             raise _field_error("dataset.path", f"{ds.path!r} is not a file", "pass the path of a JSONL dataset file")
         try:
