@@ -59,7 +59,7 @@ async def test_fabricated_and_other_agents_trajectories_do_not_become_training_d
         a_sid = await _fabricate(alice)
         # bob may not hang his trajectory off alice's
         hijack = await bob.call_tool("trajectory_start", {"task_id": TASK, "parent_session_id": a_sid})
-        assert hijack.is_error and "is not yours" in _text(hijack)
+        assert hijack.is_error and a_sid in _text(hijack)  # answered as an unknown id
         b_sid = await _fabricate(bob)
 
         # the red team's export: self-reported ones are left out by default, so nothing remains

@@ -131,13 +131,6 @@ class TrajectoryService:
             if not caller.owns(self.store.owners([inp.parent_session_id]).get(inp.parent_session_id, caller.owner_id)):
                 raise unknown_trajectory(inp.parent_session_id)
             parent = self.store.summary(inp.parent_session_id)
-            ensure_owner(
-                caller,
-                self.store.owners([inp.parent_session_id]).get(inp.parent_session_id),
-                "trajectory",
-                inp.parent_session_id,
-                "name one of your own finished trajectories as parent_session_id, or omit it",
-            )
             if parent.status != "finished":
                 raise ActionError(
                     f"trajectory {inp.parent_session_id} is still running",

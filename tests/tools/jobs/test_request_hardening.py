@@ -86,7 +86,7 @@ async def test_a_dataset_written_inside_the_agents_sandbox_is_refused(hard):
         poison = services.settings.sandboxes_dir / sid / "repo" / "poison.jsonl"
         assert poison.is_file()  # the red team's path, readable by the validator (home is under the cwd)
         res = await agent.call_tool("training_request", _spec(services, dataset={"kind": "file", "path": str(poison)}))
-        assert res.is_error and "field `dataset.path`" in _text(res) and "inside a sandbox" in _text(res)
+        assert res.is_error and "field `dataset.path`" in _text(res) and "sandbox" in _text(res), _text(res)
         # anything else under the server's working folder is refused too: only exports and data folders
         stray = services.settings.home.parent / "stray.jsonl"
         stray.write_text(rows)
