@@ -36,6 +36,9 @@ def build_worker(settings: Settings, *, lease_s: float = 60.0, worker_id: str | 
             # finished trajectory, scored or not": failing episodes would become SFT data. Omitted
             # means the export's default (passing trajectories only).
             min_reward=1.0 if selection.get("min_reward") is None else selection["min_reward"],
+            # an agent-requested store selection trains on server-scored trajectories only: formats that
+            # ignore min_reward (grpo prompts, kto) would otherwise take self-logged (fabricated) ones
+            include_self_reported=False,
         )
         return Path(services.trajectories.export_to(opts, out).data_path)
 
