@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agent_rl_sandbox.agents.policy import Budget, ModelError, OpenAIChatModel, play_episode
-from agent_rl_sandbox.tools.sandbox._episode_tools import EPISODE_TOOLS, tool_declaration
+from agent_rl_sandbox.tools.sandbox._episode_tools import EPISODE_TOOLS, tool_declaration, tool_declarations
 
 UNSAFE_MSG = (
     "Did not run make setup: it pipes a remote script into a shell, which is unsafe. "
@@ -100,11 +100,11 @@ def test_episode_survives_malformed_unknown_and_bad_arguments_and_passes(service
     assert res.ended_by == "finish" and res.passed and res.reward == 1.0, res
     assert res.turns == 6 and res.tool_errors == 4 and res.completion_tokens == 42
 
-    # every request named the adapter and declared the tools (no "return" key on the wire)
+    # every request named the adapter and declared the tools exactly as training rendered them ("return" kept)
     assert {r["model"] for r in ep.requests} == {"setup-triage-adapter"}
     names = [t["function"]["name"] for t in ep.requests[0]["tools"]]
     assert names == list(EPISODE_TOOLS)
-    assert all("return" not in t["function"] for t in ep.requests[0]["tools"])
+    assert ep.requests[0]["tools"] == tool_declarations(list(EPISODE_TOOLS))
     # the error observations were fed back to the model, in order, as tool messages
     last = ep.requests[-1]["messages"]
     tool_msgs = [m["content"] for m in last if m["role"] == "tool"]

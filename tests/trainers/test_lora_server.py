@@ -62,9 +62,6 @@ def test_registry_deploys_through_the_peft_server_and_both_names_answer(tiny_mod
 
     adapter = _random_adapter(tiny_model_dir, tmp_path / "ws" / "adapter")
     tools = tool_declarations(["sandbox_exec", "sandbox_finish"])
-    wire_tools = [
-        {"type": "function", "function": {k: v for k, v in t["function"].items() if k != "return"}} for t in tools
-    ]
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     try:
         with lora_server_process(tiny_model_dir) as (url, base):
@@ -84,7 +81,7 @@ def test_registry_deploys_through_the_peft_server_and_both_names_answer(tiny_mod
 
             tuned = OpenAIChatModel(url, dep.served_name, timeout_s=60).respond(MESSAGES, tools, max_new_tokens=24)
             fallback = OpenAIChatModel(url, base, timeout_s=60).respond(MESSAGES, tools, max_new_tokens=24)
-            local = TransformersPolicy(tiny_model_dir).respond(MESSAGES, wire_tools, max_new_tokens=24)
+            local = TransformersPolicy(tiny_model_dir).respond(MESSAGES, tools, max_new_tokens=24)
             assert tuned.completion_tokens > 0 and fallback.completion_tokens > 0
             assert (fallback.text, [c.name for c in fallback.tool_calls]) == (
                 local.text,

@@ -53,8 +53,14 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Declarations without the ``return`` key (not part of the OpenAI tool schema)."""
-    return [{"type": "function", "function": {k: v for k, v in t["function"].items() if k != "return"}} for t in tools]
+    """The declarations exactly as the model was trained on them, ``return`` key included.
+
+    ``return`` is not in the OpenAI tool schema, but the training rows and TRL's agentic prompts carry it
+    (transformers' ``get_json_schema`` writes it from a docstring's ``Returns:``) and the chat template
+    renders it; dropping it on the wire changes the prompt the adapter sees. Measured with the demo's
+    adapter on setup-triage/heldout-1: reward 1.0 with the key, 0.40 without. vLLM's request models allow
+    extra fields, so the key reaches its chat template as well."""
+    return [{"type": "function", "function": dict(t["function"])} for t in tools]
 
 
 def _structured_call(c: Any) -> ToolCall:
