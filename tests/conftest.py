@@ -4,6 +4,7 @@ sandboxes, bubblewrap when installed)."""
 from __future__ import annotations
 
 import os
+import uuid
 
 import pytest
 
@@ -11,6 +12,47 @@ from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# PostgreSQL for the tests that use a second backend: ``AGENT_RL_SANDBOX_TEST_PG_ADMIN`` (a SQLAlchemy URL
+# of a database the tests may connect to). Without a reachable server those tests skip with the reason,
+# except under ``CI=true``: then they fail.
+PG_ADMIN = os.environ.get("AGENT_RL_SANDBOX_TEST_PG_ADMIN", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def _dsn(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> str:
+    """The admin URL of a reachable PostgreSQL server (skip, or fail under CI=true, when there is none)."""
+    try:
+        import psycopg
+
+        with psycopg.connect(_dsn(PG_ADMIN), connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as e:  # noqa: BLE001 - any failure means "no server"
+        why = f"PostgreSQL not reachable at {PG_ADMIN}: {type(e).__name__}: {e}".strip()
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{why} (CI=true: the store tests must run against PostgreSQL)")
+        pytest.skip(why)
+    return PG_ADMIN
+
+
+@pytest.fixture
+def pg_url(pg_admin):
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    import psycopg
+
+    name = f"ars_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(_dsn(pg_admin), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = pg_admin.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(_dsn(pg_admin), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
