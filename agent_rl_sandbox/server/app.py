@@ -560,6 +560,33 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What :func:`unknown_arguments` needs of a model, computed once per model (walking
+    ``model_fields`` and the annotations on every call cost ~50 us of a ~0.5 ms call)."""
+
+    names: frozenset[str]
+    """Every key the model takes (field names, their aliases and :data:`ARGUMENT_ALIASES` onto them)."""
+    sorted_names: tuple[str, ...]
+    forbid: bool
+    """The model forbids extra keys (checked when nested)."""
+    nested: tuple[tuple[str, str, type[BaseModel]], ...]
+    """``(field name, key in the data, the one model it holds)`` for fields holding exactly one model."""
+
+
+@functools.cache
+def _shape(model: type[BaseModel]) -> _Shape:
+    fields = model.model_fields
+    names = {f.alias or n for n, f in fields.items()} | set(fields)
+    known = names | {alias for alias, name in ARGUMENT_ALIASES.items() if name in names}
+    nested = []
+    for name, field in fields.items():
+        models = _models_in(field.annotation)
+        if len(models) == 1:
+            nested.append((name, field.alias or name, models[0]))
+    return _Shape(frozenset(known), tuple(sorted(names)), model.model_config.get("extra") == "forbid", tuple(nested))
+
+
 def unknown_arguments(model: type[BaseModel], data: Any, where: str = "", *, closed: bool = True) -> list[str]:
     """One sentence per key of ``data`` that no field of ``model`` takes, naming where it is
     (``steps[0].sorce``) and the closest valid name (:func:`difflib.get_close_matches`) or else
@@ -568,25 +595,24 @@ def unknown_arguments(model: type[BaseModel], data: Any, where: str = "", *, clo
     :data:`ARGUMENT_ALIASES` count as known."""
     if not isinstance(data, dict):
         return []
-    fields = model.model_fields
-    names = {f.alias or n for n, f in fields.items()} | set(fields)
+    shape = _shape(model)
     problems = []
-    if closed or model.model_config.get("extra") == "forbid":
+    if closed or shape.forbid:
         for key in data:
-            if key in names or (ARGUMENT_ALIASES.get(key) in names):
+            if key in shape.names:
                 continue
-            near = difflib.get_close_matches(str(key), sorted(names), n=1, cutoff=0.6)
-            hint = f"did you mean `{near[0]}`?" if near else f"valid names: {', '.join(sorted(names))}"
+            near = difflib.get_close_matches(str(key), shape.sorted_names, n=1, cutoff=0.6)
+            hint = f"did you mean `{near[0]}`?" if near else f"valid names: {', '.join(shape.sorted_names)}"
             problems.append(f"unknown argument `{where}{key}` ({hint})")
-    for name, field in fields.items():
-        value = data.get(field.alias or name)
-        nested = _models_in(field.annotation)
-        if len(nested) != 1 or value is None:
+    for name, key, nested in shape.nested:
+        value = data.get(key)
+        if value is None:
             continue
-        items = enumerate(value) if isinstance(value, list) else [(None, value)]
-        for i, item in items:
-            at = f"{where}{name}" + (f"[{i}]" if i is not None else "") + "."
-            problems += unknown_arguments(nested[0], item, at, closed=False)
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                problems += unknown_arguments(nested, item, f"{where}{name}[{i}].", closed=False)
+        else:
+            problems += unknown_arguments(nested, value, f"{where}{name}.", closed=False)
     return problems
 
 

@@ -44,4 +44,5 @@ class Store:
 
     def close(self) -> None:
         """Release the database connections (the store must not be used afterwards)."""
+        self.trajectories.close()
         self.engine.dispose()

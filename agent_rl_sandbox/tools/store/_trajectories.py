@@ -34,6 +34,7 @@ from agent_rl_sandbox.tools.errors import WouldWait
 from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
 from agent_rl_sandbox.tools.store._integrity import step_problems
 from agent_rl_sandbox.tools.store._schema import steps, trajectories
+from agent_rl_sandbox.tools.store._sqlite_direct import DirectSqlite
 
 if TYPE_CHECKING:
     from agent_rl_sandbox.tools.store._redact import Redactor
@@ -88,6 +89,13 @@ class TrajectoryRepository:
         self.engine = engine
         self._read = engine.execution_options(readonly=True)
         self._redactor: Redactor | None = None
+        self._direct = DirectSqlite(engine) if engine.dialect.name == "sqlite" else None
+        """The plain DB-API connection of the ``nowait`` (event loop) path on SQLite."""
+
+    def close(self) -> None:
+        """Close the connection of the ``nowait`` path (the engine's pool is the store's to dispose)."""
+        if self._direct is not None:
+            self._direct.close()
 
     @property
     def dialect(self) -> str:
@@ -518,6 +526,10 @@ class TrajectoryRepository:
         if nowait and not self.writes_without_waiting:
             raise WouldWait("PostgreSQL writes may wait")
         prepared, counts = self._prepare(new_steps, redact=redact, keep_absent_timestamps=keep_absent_timestamps)
+        if nowait and self._direct is not None:  # the event loop's try: plain DB-API, the same statements
+            res = self._direct.append(self, session_id, prepared, _finished)
+            res.redactions = counts
+            return res
         if self.dialect == "sqlite":  # BEGIN IMMEDIATE already serialises the whole transaction
             with self._tx_nowait() if nowait else self._tx() as conn:
                 row = self._row(conn, session_id)
@@ -650,9 +662,16 @@ class TrajectoryRepository:
             ).scalars()
             return [Step.model_validate_json(d) for d in datas]
 
-    def owner(self, session_id: str) -> str | None:
+    def owner(self, session_id: str, *, nowait: bool = False) -> str | None:
         """The stored owner id of one trajectory (``None``: no owner), in one narrow read. Raises
-        :class:`StoreError` if the trajectory is unknown (the same error as :meth:`summary`)."""
+        :class:`StoreError` if the trajectory is unknown (the same error as :meth:`summary`). With
+        ``nowait`` on SQLite it reads through the ``nowait`` path's connection (raising
+        :class:`~agent_rl_sandbox.tools.errors.WouldWait` when another thread is using it)."""
+        if nowait and self._direct is not None:
+            known, owner = self._direct.owner(session_id)
+            if not known:
+                self._unknown(session_id)
+            return owner
         with self._read.connect() as conn:
             row = conn.execute(select(trajectories.c.owner).where(trajectories.c.session_id == session_id)).first()
         if row is None:

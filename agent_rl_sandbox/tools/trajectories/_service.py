@@ -85,10 +85,10 @@ class TrajectoryService:
         """Held out when stored so, or when its task is held out in the registry now."""
         return s.split == "heldout" or bool(s.task_id and self._task_split(s.task_id) == "heldout")
 
-    def _ensure_writer(self, caller: Caller, session_id: str) -> None:
+    def _ensure_writer(self, caller: Caller, session_id: str, *, nowait: bool = False) -> None:
         ensure_owner(
             caller,
-            self.store.owner(session_id),  # raises StoreError for an unknown id
+            self.store.owner(session_id, nowait=nowait),  # raises StoreError for an unknown id
             "trajectory",
             session_id,
             "log to a trajectory you started: call trajectory_start (or sandbox_reset) and use the session_id it returns",
@@ -158,7 +158,7 @@ class TrajectoryService:
         written then and the caller repeats the call without ``nowait``."""
         if nowait and not self.store.writes_without_waiting:
             raise WouldWait("this store's writes may wait")
-        self._ensure_writer(caller, inp.session_id)
+        self._ensure_writer(caller, inp.session_id, nowait=nowait)
         items = [inp.step] if inp.step is not None else list(inp.steps or [])
         payload = []
         for s in items:

@@ -6,6 +6,7 @@ adapter then falls back to its worker thread, so a contended call still succeeds
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -127,3 +128,72 @@ def test_single_step_retry_through_the_folded_insert(store):
     t.finish(sid)
     assert t.log_steps(sid, [_step(2)]).created == [False]  # a retry after finishing still answers
     assert [s.step_id for s in t.get(sid).steps] == [1, 2]
+
+
+def _outcome(fn):
+    """``("ok", AppendResult)`` or ``("error", type, text)`` of one call."""
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - the test compares what each path raises
+        return ("error", type(e).__name__, re.sub(r"traj_[0-9a-f]+", "<id>", str(e)))
+
+
+def test_nowait_path_answers_and_refuses_as_the_waiting_path(store):
+    # On SQLite nowait runs plain DB-API statements on its own connection (_sqlite_direct); every
+    # outcome must match the SQLAlchemy path's: unknown id, finished trajectory, retries after finish,
+    # repeats inside a batch, malformed steps, and the stored rows.
+    t = store.trajectories
+    if not t.writes_without_waiting:
+        pytest.skip("PostgreSQL: nowait always hands the write to a thread (test above)")
+    a, b = t.start(agent={"name": "a"}).session_id, t.start(agent={"name": "a"}).session_id
+    calls = [
+        [_step(1)],
+        [_step(1)],  # a retry: the stored step, nothing added
+        [{"message": "no client id"}],
+        [_step(2), _step(2), _step(1), {"message": "x"}],  # a repeat inside the batch, a retry, a new one
+        [{"message": "bad", "tool_calls": [{"tool_call_id": "k", "function_name": "f"}] * 2}],  # malformed
+    ]
+    for batch in calls:
+        ra = _outcome(lambda batch=batch: t.log_steps(a, batch))
+        rb = _outcome(lambda batch=batch: t.log_steps(b, batch, nowait=True))
+        assert ra[0] == rb[0], (ra, rb)
+        if ra[0] == "ok":
+            x, y = ra[1], rb[1]
+            assert (x.created, x.step_count, x.redactions) == (y.created, y.step_count, y.redactions)
+            assert [s.model_dump(exclude={"timestamp"}) for s in x.steps] == [
+                s.model_dump(exclude={"timestamp"}) for s in y.steps
+            ]
+        else:
+            assert ra[1:] == rb[1:]
+    assert _rows(store, a) == _rows(store, b)
+    t.finish(a)
+    t.finish(b)
+    for batch in ([_step(1)], [_step(9)], [_step(1), _step(9)]):  # retry after finish; new steps refused
+        ra = _outcome(lambda batch=batch: t.log_steps(a, batch))
+        rb = _outcome(lambda batch=batch: t.log_steps(b, batch, nowait=True))
+        assert ra[0] == rb[0] and (ra[0] == "ok" or ra[1:] == rb[1:]), (ra, rb)
+    assert _rows(store, a) == _rows(store, b)
+    unknown = [_outcome(lambda nw=nw: t.log_steps("traj_missing", [_step(1)], nowait=nw)) for nw in (False, True)]
+    assert unknown[0] == unknown[1] and unknown[0][0] == "error"
+    assert [_outcome(lambda nw=nw: t.owner(a, nowait=nw)) for nw in (False, True)] == [("ok", None)] * 2
+    missing = [_outcome(lambda nw=nw: t.owner("traj_missing", nowait=nw)) for nw in (False, True)]
+    assert missing[0] == missing[1] and missing[0][0] == "error"
+
+
+def test_nowait_path_never_waits_for_another_thread(store):
+    t = store.trajectories
+    if not t.writes_without_waiting:
+        pytest.skip("SQLite only")
+    sid = t.start(agent={"name": "a"}).session_id
+    t.log_steps(sid, [_step(1)], nowait=True)  # opens the direct connection
+    direct = t._direct
+    assert direct is not None
+    with direct._lock:  # another thread is mid-call on the direct connection
+        with pytest.raises(WouldWait):
+            t.log_steps(sid, [_step(2)], nowait=True)
+        with pytest.raises(WouldWait):
+            t.owner(sid, nowait=True)
+    assert [s.step_id for s in t.get(sid).steps] == [1]  # nothing written by the refused call
+    assert t.log_steps(sid, [_step(2)], nowait=True).created == [True]
+    store.close()  # closes the direct connection too; a later use reopens it
+    assert direct._conn is None
