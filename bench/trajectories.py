@@ -5,6 +5,10 @@ baseline measured in the same run.
   no-op tool registered (here only) on the same server (the cost of the MCP call path itself), the two
   calls interleaved A B A B so load changes hit both alike; prints each side's median latency and the
   ratio of the medians (the issue 16 goal: at most 1.3x).
+  A second baseline, a typed no-op (``trajectory_log_step``'s input and output models, a fixed answer),
+  separates what declaring those schemas costs (the SDK validates the step into its model; the client
+  re-validates every structured result against the output schema with ``jsonschema``, which the plain
+  no-op, declaring none, skips) from the tool's own work.
 - **stdio MCP** (``agent-rl-sandbox serve``'s code in a subprocess): the same two calls over real stdio.
 - **Bulk import**: ``import_file`` of a generated Codex rollout holding N steps, against appending the
   same records to a JSONL file (``json.dumps`` + write: the least a file-based recorder does).
@@ -29,6 +33,7 @@ from pathlib import Path
 
 import anyio
 
+from agent_rl_sandbox.schemas.tools import LoggedStepInput, LoggedStepRef, TrajectoryLogStepOutput
 from agent_rl_sandbox.settings import Settings
 
 NOOP_SERVER = textwrap.dedent(
@@ -43,6 +48,14 @@ NOOP_SERVER = textwrap.dedent(
         def noop(step: dict) -> dict:
             '''Baseline: accept a step-sized argument and return a small structured result.'''
             return {"ok": True}
+
+        from agent_rl_sandbox.schemas.tools import LoggedStepInput, LoggedStepRef, TrajectoryLogStepOutput
+
+        @server.tool()
+        def noop_typed(session_id: str, step: LoggedStepInput) -> TrajectoryLogStepOutput:
+            '''Second baseline: trajectory_log_step's input and output schemas, no work.'''
+            ref = LoggedStepRef(step_id=1, client_step_id=step.client_step_id, created=True)
+            return TrajectoryLogStepOutput(session_id=session_id, steps=[ref], step_count=1)
 
         return server
 
@@ -65,17 +78,28 @@ def _report(label: str, n: int, seconds: float, base_n: int, base_seconds: float
     print(f"{label:<34} {rate:>10,.0f} steps/s   baseline ({base_label}) {base:>10,.0f}/s   ratio {rate / base:6.2f}x")
 
 
-def _latency_report(label: str, log: list[float], noop: list[float]) -> None:
-    a, b = statistics.median(log), statistics.median(noop)
+def _latency_report(label: str, log: list[float], noop: list[float], typed: list[float]) -> None:
+    a, b, c = statistics.median(log), statistics.median(noop), statistics.median(typed)
     print(
         f"{label:<34} median {a * 1000:6.2f} ms   no-op tool {b * 1000:6.2f} ms   ratio {a / b:5.2f}x"
-        f"   ({len(log)} calls each, interleaved)"
+        f"   ({len(log)} calls each, interleaved)\n"
+        f"{'':<34} typed no-op (same input and output schemas) {c * 1000:6.2f} ms   ratio {a / c:5.2f}x;"
+        f" the typed no-op is {c / b:5.2f}x the no-op"
     )
 
 
-async def _measure(client, calls: int, sid: str, offset: int) -> tuple[list[float], list[float]]:
-    """``calls`` pairs, each a ``trajectory_log_step`` then the no-op with the same step: seconds per call."""
-    log, noop = [], []
+def _register_typed_noop(server) -> None:
+    @server.tool()
+    def noop_typed(session_id: str, step: LoggedStepInput) -> TrajectoryLogStepOutput:
+        """Second baseline: trajectory_log_step's input and output schemas, no work."""
+        ref = LoggedStepRef(step_id=1, client_step_id=step.client_step_id, created=True)
+        return TrajectoryLogStepOutput(session_id=session_id, steps=[ref], step_count=1)
+
+
+async def _measure(client, calls: int, sid: str, offset: int) -> tuple[list[float], list[float], list[float]]:
+    """``calls`` rounds, each a ``trajectory_log_step``, the no-op and the typed no-op with the same step:
+    seconds per call of each."""
+    log, noop, typed = [], [], []
     for i in range(calls):
         step = _step(offset + i)
         t = time.perf_counter()
@@ -86,7 +110,11 @@ async def _measure(client, calls: int, sid: str, offset: int) -> tuple[list[floa
         res = await client.call_tool("noop", {"step": step})
         noop.append(time.perf_counter() - t)
         assert not res.is_error, res
-    return log, noop
+        t = time.perf_counter()
+        res = await client.call_tool("noop_typed", {"session_id": sid, "step": step})
+        typed.append(time.perf_counter() - t)
+        assert not res.is_error, res
+    return log, noop, typed
 
 
 async def in_process(settings: Settings, calls: int) -> None:
@@ -101,13 +129,14 @@ async def in_process(settings: Settings, calls: int) -> None:
         """Baseline: accept a step-sized argument and return a small structured result."""
         return {"ok": True}
 
+    _register_typed_noop(server)
     async with Client(server) as client:
         sid = (await client.call_tool("trajectory_start", {"agent_name": "bench"})).structured_content["trajectory"][
             "session_id"
         ]
         await _measure(client, 20, sid, 10**6)  # warm up
-        log, noop = await _measure(client, calls, sid, 0)
-    _latency_report("trajectory_log_step, in process", log, noop)
+        log, noop, typed = await _measure(client, calls, sid, 0)
+    _latency_report("trajectory_log_step, in process", log, noop, typed)
     server.services.close()  # type: ignore[attr-defined]
 
 
@@ -124,8 +153,8 @@ async def over_stdio(settings: Settings, calls: int) -> None:
             "trajectory"
         ]["session_id"]
         await _measure(client, 20, sid, 10**6)
-        log, noop = await _measure(client, calls, sid, 0)
-    _latency_report("trajectory_log_step, stdio", log, noop)
+        log, noop, typed = await _measure(client, calls, sid, 0)
+    _latency_report("trajectory_log_step, stdio", log, noop, typed)
 
 
 def bulk_import(settings: Settings, steps: int, tmp: Path) -> None:

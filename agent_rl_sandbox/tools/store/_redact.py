@@ -138,6 +138,18 @@ def _requires_quote(rx: re.Pattern[str]) -> bool:
         return False
 
 
+def _min_width(rx: re.Pattern[str]) -> int:
+    """The fewest characters any match of ``rx`` spans (the stdlib parser's own lower bound, which counts
+    lookarounds and anchors as zero): a text shorter than that cannot hold a match. 0 (no shortcut) when
+    the parser cannot say."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        return int(_parser.parse(rx.pattern, rx.flags).getwidth()[0])
+    except Exception:  # noqa: BLE001 - no proof, no shortcut
+        return 0
+
+
 def slug(secret_type: str) -> str:
     """``'Basic Auth Credentials'`` -> ``'basic-auth-credentials'``."""
     return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
@@ -191,6 +203,12 @@ class Redactor:
         self._flat = [
             (rx, group, needs, kind, check) for kind, pats, check in self._detectors for rx, group, needs in pats
         ]
+        widths = [_min_width(rx) for rx, *_ in self._flat]
+        self._by_length = [
+            [p for p, w in zip(self._flat, widths, strict=True) if w <= n] for n in range(max(widths) + 1)
+        ]
+        """``_by_length[n]``: the patterns (in :attr:`_flat`'s order) that can match within a text of ``n``
+        characters (:func:`_min_width` at most ``n``); a text at least as long as the widest takes all."""
 
     # -- strings -------------------------------------------------------------------------------
     def _spans(self, text: str) -> list[tuple[int, int, str]]:
@@ -201,7 +219,8 @@ class Redactor:
         if offers is _NO_GATE and _KEYWORD_GATE.search(text) is not None:
             offers = _KEYWORD_AND_QUOTE if any(q in text for q in _QUOTES) else _KEYWORD
         n = len(text)
-        for rx, group, needs, kind, check in self._flat:
+        flat = self._by_length[n] if self._prefilter and n < len(self._by_length) else self._flat
+        for rx, group, needs, kind, check in flat:
             if needs > offers:
                 continue
             first = rx.search(text)

@@ -118,3 +118,41 @@ def test_prefilter_matches_reference_on_generated_text(text):
 
 
 _PAIR = (Redactor(), Redactor(prefilter=False))
+
+
+# Secrets at the shortest length their pattern takes, alone in a string (the text is exactly as long as
+# the match), one character short, and padded: the length gate (Redactor._by_length) must keep each
+# pattern whose match fits and skip only those that cannot fit.
+SHORTEST = [
+    "AKIAIOSFODNN7EXAMPLE",  # AWS access key id: 20 characters
+    "AKIAIOSFODNN7EXAMPL",
+    "xoxb-1234",  # Slack token prefix form
+    "https://u:p@h",
+    "ghp_" + "a1B2" * 9,  # GitHub: 40
+    "hf_" + "a" * 34,
+    "sk_live_" + "a" * 24,  # Stripe: 32
+    "AIza" + "b" * 35,  # Google: 39
+    "AIza" + "b" * 34,
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln",
+    "npm_" + "A" * 36,
+]
+
+
+@pytest.mark.parametrize("text", SHORTEST + [f" {t} " for t in SHORTEST] + [t[:-1] for t in SHORTEST])
+def test_length_gate_keeps_every_pattern_that_fits(pair, text):
+    fast, full = pair
+    assert fast.text(text) == full.text(text)
+
+
+def test_length_gate_is_a_lower_bound_of_every_pattern(pair):
+    fast, _ = pair
+    # Each pattern left out for a length cannot match any text of that length: every match it finds in
+    # a long text is at least as long as the gate says.
+    sample = " ".join(SHORTEST + KEYWORD_STYLES) * 2
+    for n, kept in enumerate(fast._by_length):
+        for entry in fast._flat:
+            if entry in kept:
+                continue
+            for m in entry[0].finditer(sample):
+                assert m.end() - m.start() > n, (entry[0].pattern, n, m.group())
+    assert fast.text("AKIAIOSFODNN7EXAMPLE")[1] == {"aws-access-key": 1}
