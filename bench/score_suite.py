@@ -1,6 +1,7 @@
 """Benchmark: ``agent-rl-sandbox score SUITE --json`` against Port Daddy's own Node harness.
 
-Both sides score the same generated suite file (``bench/suite_gen.py``: 1k / 10k tasks by default)
+Both sides score the same generated suite file (``bench/suite_gen.py``: 1k / 10k / 100k tasks by
+default, and with ``--big-mb M`` one suite of at least M megabytes, run once per side)
 as whole processes, interleaved A B A B in one run: this project's ``score FILE --json`` and
 Port Daddy's ``trajectory_eval_harness.mjs --input FILE`` (``skills/agent-rl-sandbox-trainer/scripts``
 of curiositech/port-daddy), each writing its JSON report to /dev/null. Prints, per size, the median
@@ -12,13 +13,12 @@ The bench fetches nothing: point it at a local checkout of Port Daddy with ``--p
 ``PORT_DADDY_DIR=DIR``. Without one (or without ``node`` on PATH) it prints why and exits 0.
 
     PORT_DADDY_DIR=~/src/port-daddy python bench/score_suite.py
-    python bench/score_suite.py --port-daddy DIR --sizes 1000,10000,100000 --repeats 3
+    python bench/score_suite.py --port-daddy DIR --sizes 1000,10000,100000 --repeats 3 --big-mb 250
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from suite_gen import generate  # noqa: E402
+from suite_gen import write_suite  # noqa: E402
 
 HARNESS = Path("skills/agent-rl-sandbox-trainer/scripts/trajectory_eval_harness.mjs")
 
@@ -53,7 +53,8 @@ def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port-daddy", metavar="DIR", default=os.environ.get("PORT_DADDY_DIR"))
-    ap.add_argument("--sizes", default="1000,10000", help="task counts, comma-separated")
+    ap.add_argument("--sizes", default="1000,10000,100000", help="task counts, comma-separated")
+    ap.add_argument("--big-mb", type=float, default=0, help="also one suite of at least this many MB (once per side)")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each side per size (interleaved)")
     args = ap.parse_args(argv)
     node = shutil.which("node")
@@ -74,14 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
         ours_env.setdefault("AGENT_RL_SANDBOX_HOME", str(Path(tmp) / "home"))
-        for n in (int(s) for s in args.sizes.split(",")):
+        sizes = [(int(s), args.repeats) for s in args.sizes.split(",") if s]
+        if args.big_mb:
+            sizes.append((int(args.big_mb * 1e6 / 960) + 1, 1))  # about 960 bytes of suite per task
+        for n, repeats in sizes:
             suite = Path(tmp) / f"suite-{n}.json"
-            suite.write_text(json.dumps(generate(n)), encoding="utf-8")
+            write_suite(str(suite), n)
             mb = suite.stat().st_size / 1e6
             ours_cmd = [sys.executable, "-m", "agent_rl_sandbox.cli", "score", str(suite), "--json"]
             node_cmd = [node, str(harness), "--input", str(suite)]
             results: dict[str, list[tuple[float, float, int, int]]] = {"ours": [], "node": []}
-            for _ in range(args.repeats):  # A B A B: both sides see the same load
+            for _ in range(repeats):  # A B A B: both sides see the same load
                 results["ours"].append(run(ours_cmd, ours_env))
                 results["node"].append(run(node_cmd, dict(os.environ)))
             for side, res in results.items():
@@ -91,14 +95,18 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
             med = {s: [statistics.median(r[i] for r in res) for i in range(3)] for s, res in results.items()}
             rows.append((n, mb, med))
+            suite.unlink()
             o, d = med["ours"], med["node"]
             print(
                 f"{n:>7} tasks ({mb:6.1f} MB): ours wall {o[0]:7.2f} s  cpu {o[1]:7.2f} s  rss {o[2] / 1024:7.0f} MiB | "
                 f"node wall {d[0]:6.2f} s  cpu {d[1]:6.2f} s  rss {d[2] / 1024:6.0f} MiB | "
-                f"ratio wall {o[0] / d[0]:5.1f}x  cpu {o[1] / d[1]:5.1f}x  rss {o[2] / d[2]:4.1f}x",
+                f"ratio wall {o[0] / d[0]:5.2f}x  cpu {o[1] / d[1]:5.2f}x  rss {o[2] / d[2]:4.2f}x",
                 flush=True,
             )
-    print(f"load average at end: {os.getloadavg()[0]:.1f}; medians of {args.repeats} interleaved runs per side")
+    print(
+        f"load average at end: {os.getloadavg()[0]:.1f}; medians of {args.repeats} interleaved runs per side"
+        + (" (the big suite: one run per side)" if args.big_mb else "")
+    )
     return 0
 
 

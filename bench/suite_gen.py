@@ -11,15 +11,15 @@ argument keys, control and non-ASCII characters).
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 
-def generate(n: int, seed: int = 11, *, hostile: bool = False) -> dict[str, Any]:
-    """A suite of ``n`` tasks and about ``n`` trajectories (JSON-ready)."""
+def _items(n: int, seed: int) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each task with its trajectories, in order (the random draws of :func:`generate`)."""
     rng = random.Random(seed)
-    tasks: list[dict[str, Any]] = []
-    trajs: list[dict[str, Any]] = []
     for k in range(n):
         tid = f"task-{k:06d}"
         mod = f"src/mod{k % 50}.py"
@@ -46,10 +46,11 @@ def generate(n: int, seed: int = 11, *, hostile: bool = False) -> dict[str, Any]
             t["failureModes"] = rng.choice(
                 [["edit-before-claim"], [{"name": "no-evidence", "clearWhenContains": "passed"}], [{"name": "x"}]]
             )
-        tasks.append(t)
+        trajs: list[dict[str, Any]] = []
         kind = rng.choice(["good", "good", "careless", "self", "loop", "none", "twice"])
         if kind == "none":
-            continue  # a task with no trajectory: scored as an empty attempt
+            yield t, trajs  # a task with no trajectory: scored as an empty attempt
+            continue
         for attempt in range(2 if kind == "twice" else 1):
             acts: list[dict[str, Any]] = [{"tool": "read_file", "args": {"path": mod}}]
             if kind != "careless":
@@ -77,6 +78,16 @@ def generate(n: int, seed: int = 11, *, hostile: bool = False) -> dict[str, Any]
             trajs.append(
                 {"taskId": tid, "id": f"s{k}-{attempt}", "actions": acts, "artifacts": arts, "finalState": final}
             )
+        yield t, trajs
+
+
+def generate(n: int, seed: int = 11, *, hostile: bool = False) -> dict[str, Any]:
+    """A suite of ``n`` tasks and about ``n`` trajectories (JSON-ready)."""
+    tasks: list[dict[str, Any]] = []
+    trajs: list[dict[str, Any]] = []
+    for t, ts in _items(n, seed):
+        tasks.append(t)
+        trajs.extend(ts)
     suite: dict[str, Any] = {
         "agent": "codex",
         "rewardSpec": {
@@ -102,3 +113,28 @@ def generate(n: int, seed: int = 11, *, hostile: bool = False) -> dict[str, Any]
         )
         tasks[2]["passReward"] = 0.00001
     return suite
+
+
+_HEAD = {
+    "agent": "codex",
+    "rewardSpec": {"actionOrderRequired": True, "defaultPassReward": 1, "requireValidatedUnhooksForDeployment": True},
+}
+
+
+def write_suite(path: str, n: int, seed: int = 11) -> None:
+    """Write ``json.dumps(generate(n, seed))`` to ``path`` without holding the suite: the same
+    bytes, in two passes over the same random draws (tasks, then trajectories)."""
+    suite = {**_HEAD, "tasks": [], "trajectories": [], "unhooks": []}
+    unhooks = [{"name": "kill", "command": "agent-rl-sandbox adapters disable x", "validated": True}]
+    head = json.dumps({k: suite[k] for k in _HEAD})[:-1]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + ', "tasks": [')
+        for i, (t, _) in enumerate(_items(n, seed)):
+            f.write((", " if i else "") + json.dumps(t))
+        f.write('], "trajectories": [')
+        first = True
+        for _, ts in _items(n, seed):
+            for tr in ts:
+                f.write(("" if first else ", ") + json.dumps(tr))
+                first = False
+        f.write('], "unhooks": ' + json.dumps(unhooks) + "}")

@@ -81,6 +81,46 @@ class LazyTasks(Mapping):
         return len(self._load())
 
 
+def _fast_suite(parsed: dict[str, Any]) -> bool:
+    """Score a Port Daddy suite file with the streaming plain-data scorer (``tools._suite_fast``),
+    writing the report to stdout (and ``--out``) as it goes, and exit 0; return ``False`` with
+    nothing written when it declines the input, which then goes the usual way. ``--home`` and
+    ``--task-dir`` do not change a suite's report without a gate (the suite carries its own tasks;
+    a signed suite, whose check needs the home's key, is declined)."""
+    import os
+
+    path = parsed["path"]
+    if os.path.splitext(path)[1].lower() in (".jsonl", ".ndjson") or not os.path.isfile(path):
+        return False  # JSON Lines and folders are ATIF (tools.evals._harness.score_path)
+    out = sys.stdout
+    if (out.encoding or "").lower().replace("-", "") != "utf8":
+        return False
+    from agent_rl_sandbox.tools._suite_fast import Declined, score_suite_to
+
+    files: list[Any] = []
+
+    def write(data: bytes) -> None:
+        if not files:  # the first piece: scoring is done, nothing can decline any more
+            out.flush()
+            files.append(out.buffer)
+            if parsed["out"] is not None:
+                files.append(open(parsed["out"], "wb"))  # noqa: SIM115 - closed below
+        for f in files:
+            f.write(data)
+
+    try:
+        score_suite_to(path, os.path.basename(path), write)
+    except (Declined, OSError):
+        if files:
+            raise
+        return False
+    finally:
+        for f in files[1:]:
+            f.close()
+    out.buffer.flush()
+    sys.exit(0)
+
+
 def run_lean(args: list[str]) -> None:
     """Run ``score`` for ``args`` (the words after ``score``) and exit, or return when the app must."""
     parsed = parse_lean(args)
@@ -88,6 +128,8 @@ def run_lean(args: list[str]) -> None:
         return
     import gc
 
+    if parsed["gate"] is None and _fast_suite(parsed):
+        return  # pragma: no cover - _fast_suite exits when it wrote the report
     # A one-shot process that makes no reference cycles worth collecting: with the collector on, each
     # end of a paused_gc block (validation, scoring, writing) set off a full collection over the whole
     # suite and report (about 0.5 s at 10k tasks) just before the process exits anyway.

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from agent_rl_sandbox.schemas.reward import DEFAULT_TEST_PATTERN
 from agent_rl_sandbox.schemas.trajectory import Step
+from agent_rl_sandbox.tools._claims import SUCCESS_CLAIM, claimed_test_result, success_claims  # noqa: F401
 from agent_rl_sandbox.tools.evals._shell import find_test_invocation
 
 CLAIM_TOOLS = frozenset({"sandbox_claim", "claim", "claim_files", "pd_claim"})
@@ -46,28 +47,6 @@ MALFORMED_TOOL = "invalid_tool_call"
 
 TEST_TOOL_NAME = re.compile(r"(?i)(?:^|[_.:-])(?:run[_-]?)?(?:tests?|pytest)(?:$|[_.:-])|pytest")
 """A tool whose name says it runs tests (``run_tests``, ``pytest_run``, ``mcp__ci__test``)."""
-
-SUCCESS_CLAIM = re.compile(
-    r"\b(?:all\s+)?tests?\s+(?:now\s+)?pass(?:ed|es|ing)?\b|\b\d+\s+passed\b|\bfixed\b|\bdone\b"
-    r"|\bsuccess(?:ful|fully)?\b|\bcomplete(?:d)?\b|\bworks\b|\bresolved\b",
-    re.IGNORECASE,
-)
-
-# What a final message says the tests did. A message that claims a pass anywhere is held to a pass.
-_NEG_PASS = re.compile(
-    r"(?:\bnot|n't|\bnever|\bno\s+longer|\bfail(?:ed|s)?\s+to)\s+(?:\w+\s+){0,3}?pass(?:es|ed|ing)?\b", re.I
-)
-_COUNT_FAIL = re.compile(r"\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failures?|errors?|failing)\b", re.I)
-_COUNT_PASS = re.compile(r"\b\d+\s+(?:tests?\s+)?passed\b", re.I)
-_COUNT_ZERO = re.compile(r"\b(?:0|no|zero)\s+(?:tests?\s+)?(?:failed|failures?|errors?|failing)\b", re.I)
-_VERBAL_PASS = re.compile(
-    r"\bpass(?:es|ed|ing)?\b|\bgreen\b|\bsucceed(?:s|ed)?\b|\bexit(?:ed)?\s+(?:with\s+)?(?:code\s+|status\s+)?0\b", re.I
-)
-_VERBAL_FAIL = re.compile(
-    r"\btests?\s+(?:still\s+)?(?:fail(?:s|ed)?|(?:are|is)\s+(?:still\s+)?failing|broke|broken)\b|\bstill\s+fail(?:s|ing|ed)?\b"
-    r"|\bexit(?:ed)?\s+(?:with\s+)?(?:code\s+|status\s+)?[1-9]\d*\b",
-    re.I,
-)
 
 # Test output summaries (pytest, unittest) for runs whose exit code was not recorded.
 _OUT_FAIL = re.compile(
@@ -281,40 +260,6 @@ def is_masked(command: str, pattern: str = DEFAULT_TEST_PATTERN) -> bool:
     ``; echo``, a pipe without ``pipefail``, ``--collect-only`` ...)."""
     inv = find_test_invocation(command, pattern)
     return inv is not None and inv.masked
-
-
-def success_claims(message: str) -> list[str]:
-    """Phrases in a final message that claim success, in order of appearance (deduplicated). A
-    message that reports failing tests (:func:`claimed_test_result` is ``fail``) claims no success."""
-    if claimed_test_result(message or "") == "fail":
-        return []
-    return list(dict.fromkeys(m.group(0).lower() for m in SUCCESS_CLAIM.finditer(message or "")))
-
-
-def claimed_test_result(message: str) -> str | None:
-    """What a final message says the tests did: ``pass``, ``fail`` or ``None`` (nothing said).
-
-    Any unnegated claim of passing (``pass``, ``passed``, ``green``, ``exit 0``) makes it ``pass``,
-    so a message cannot hide a false pass claim behind a mention of failures; otherwise a count of
-    failures (``1 failed``) or a failure phrase (``tests fail``, ``did not pass``) makes it ``fail``.
-    ``0 failed`` and ``no failures`` are not failures.
-    """
-    text = message or ""
-    verbal_fail = bool(_NEG_PASS.search(text))
-    text = _NEG_PASS.sub(" ", text)
-    text = _COUNT_ZERO.sub(" ", text)
-    count_fail = bool(_COUNT_FAIL.search(text))
-    count_pass = bool(_COUNT_PASS.search(text))
-    text = _COUNT_PASS.sub(" ", _COUNT_FAIL.sub(" ", text))
-    if _VERBAL_PASS.search(text):
-        return "pass"
-    if count_fail:
-        return "fail"
-    if count_pass:
-        return "pass"
-    if verbal_fail or _VERBAL_FAIL.search(text):
-        return "fail"
-    return None
 
 
 def output_result(text: str) -> str | None:

@@ -8,20 +8,12 @@ marked the results as errors. Calls are the same when tool name and canonical JS
 
 from __future__ import annotations
 
-import re
-
 from agent_rl_sandbox.schemas.reward import LoopFinding
 from agent_rl_sandbox.schemas.trajectory import Step
+from agent_rl_sandbox.tools._claims import ERROR_TEXT
 from agent_rl_sandbox.tools.evals._actions import Action, actions_of
 
 DEFAULT_MIN_REPEATS = 3
-
-ERROR_TEXT = re.compile(
-    r"Traceback \(most recent call last\)|\b\w*(?:Error|Exception):|\berror:|\bERROR\b|\bcommand not found\b"
-    r"|\bNo such file or directory\b|\bPermission denied\b|\bnot found\b|\bfailed\b|\bFAILED\b|\bfatal:"
-    r"|\btimed out\b|\brefused\b|\binvalid\b|\bunknown (?:tool|command|option)\b|^exit [1-9]\d*",
-    re.M | re.I,
-)
 
 
 def call_failed(action: Action) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -12,6 +11,7 @@ from pydantic_core import PydanticSerializationError
 
 from agent_rl_sandbox.schemas.reward import EvalReport, GroupStats, InputProblem, ReportStats, ScoreReport
 from agent_rl_sandbox.tools._gc import paused_gc
+from agent_rl_sandbox.tools._jsonout import float_forms_differ
 
 _ROUND = 6
 
@@ -139,32 +139,6 @@ _TOP_OPTIONAL = (
     "validatedUnhooks",
     "suggestedUnhooks",
 )
-
-_SMALL_FLOAT_HINT = re.compile(rb"e-[0-9]|0\.0000")
-_NUMBER_CHARS = frozenset(b"0123456789.")
-
-
-def float_forms_differ(out: bytes) -> bool:
-    """True when orjson's indented ``out`` may hold a float the json module writes differently.
-
-    They differ only below 1e-4 (json writes ``1e-05``, orjson ``0.00001``), so this looks for a
-    number token (after ``": `` or at the start of an indented line) holding ``e-`` or ``0.0000``.
-    Conservative: text inside a string that looks like such a token also answers True (the caller
-    then writes with the json module, which is exact)."""
-    for m in _SMALL_FLOAT_HINT.finditer(out):
-        j = m.start()
-        while j > 0 and out[j - 1] in _NUMBER_CHARS:
-            j -= 1
-        if j > 0 and out[j - 1] == 45:  # "-"
-            j -= 1
-        if out[max(0, j - 3) : j] == b'": ':
-            return True
-        k = j
-        while k > 0 and out[k - 1] == 32:
-            k -= 1
-        if k > 0 and out[k - 1] == 10 and k < j:
-            return True
-    return False
 
 
 def report_dict(report: EvalReport) -> dict:
