@@ -1,16 +1,23 @@
-"""Benchmark: the dataset validator against a json + jsonschema baseline on a generated chat dataset with tools.
+"""Benchmark: the dataset validator against the parse ceiling (orjson per line) and json + jsonschema.
 
-Generates ``--mb`` MB of OpenAI-style chat fine-tuning rows (system, user, assistant tool calls with JSON-string
-arguments, tool responses, final answer; 4 to 16 declared tools per row), then, each in a fresh process so
-peak memory is its own:
+Generates ``--mb`` MB of chat rows with tools (system, user, an assistant tool call, the tool's answer, a
+final answer; 4 to 16 declared tools per row). ``--dialect trl`` (default, issue 16's workload): TRL
+conversational rows (``messages`` + ``tools``, call arguments as objects), validated as
+``trl.language_modeling``; ``--dialect openai``: OpenAI fine-tuning rows (arguments as JSON strings,
+``parallel_tool_calls``), validated as ``openai.chat``. Then, interleaved in one process (A B C A B C ...,
+``--repeats`` rounds, medians):
 
-- validator: ``validate_file(path, kind="openai.chat")`` (streaming; every rule, duplicates, drift, lengths);
-- baseline: for each line ``json.loads`` then ``Draft202012Validator(load_schema("openai.chat")).iter_errors``.
+- validator: ``validate_file(path, kind=...)`` (streaming; every rule, duplicates, drift, lengths);
+- ceiling: ``orjson.loads`` of every line of the same file (read the same way: binary, 1 MiB buffer);
+- peer: for each line ``json.loads`` then ``Draft202012Validator(load_schema(kind)).iter_errors``
+  (``--no-peer`` skips it: about 6 MB/s, so 30 s a round at 200 MB).
 
-Prints MB/s, rows/s, the ratio (aim: >= 10x) and peak RSS of each. Usage::
+Prints MB/s and rows/s of each, the ratio validator / ceiling (issue 16's goal: >= 0.60) and validator /
+peer, and, each in a fresh process, the validator's peak RSS on the first quarter of the file and on the
+whole file (flat memory: the two should be close). Usage::
 
-    python bench/validate.py            # 200 MB
-    python bench/validate.py --mb 20    # quicker
+    python bench/validate.py                 # 200 MB, TRL rows
+    python bench/validate.py --mb 20 --repeats 5 --dialect openai
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,8 +104,8 @@ def _sentence(rnd: random.Random, n: int) -> str:
     return " ".join(rnd.choice(WORDS) for _ in range(n)).capitalize() + "."
 
 
-def generate(path: str, mb: float, seed: int = 0) -> tuple[int, int]:
-    """Write about ``mb`` MB of rows to ``path``; return (rows, bytes)."""
+def generate(path: str, mb: float, seed: int = 0, dialect: str = "trl") -> tuple[int, int]:
+    """Write about ``mb`` MB of ``dialect`` rows (``trl`` or ``openai``) to ``path``; return (rows, bytes)."""
     rnd = random.Random(seed)
     toolsets = []
     for k in (4, 8, 12, 16):
@@ -111,6 +119,7 @@ def generate(path: str, mb: float, seed: int = 0) -> tuple[int, int]:
             calls_from = TOOLS[: len(tools)]
             name, props, required = rnd.choice(calls_from)
             call_id = f"call_{rows}"
+            args = _args(name, props, required, rnd)
             messages = [
                 {"role": "system", "content": "You control a drone. " + _sentence(rnd, 30)},
                 {"role": "user", "content": f"Request {rows}: " + _sentence(rnd, rnd.randint(10, 80))},
@@ -120,37 +129,58 @@ def generate(path: str, mb: float, seed: int = 0) -> tuple[int, int]:
                         {
                             "id": call_id,
                             "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(_args(name, props, required, rnd))},
+                            "function": {"name": name, "arguments": json.dumps(args) if dialect == "openai" else args},
                         }
                     ],
                 },
                 {"role": "tool", "tool_call_id": call_id, "content": json.dumps({"status": "ok", "id": rows})},
                 {"role": "assistant", "content": _sentence(rnd, rnd.randint(10, 60))},
             ]
-            line = json.dumps({"messages": messages, "tools": tools, "parallel_tool_calls": False}) + "\n"
+            row = {"messages": messages, "tools": tools}
+            if dialect == "openai":
+                row["parallel_tool_calls"] = False
+            line = json.dumps(row) + "\n"
             fh.write(line)
             written += len(line.encode("utf-8"))
             rows += 1
     return rows, written
 
 
+KINDS = {"trl": "trl.language_modeling", "openai": "openai.chat"}
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def worker(method: str, path: str) -> dict:
-    """Run one method in this (fresh) process and return its measurements."""
-    from agent_rl_sandbox.tools.datasets import load_schema, validate_file
+def run_validator(path: str, kind: str) -> tuple[int, int]:
+    from agent_rl_sandbox.tools.datasets import validate_file
 
-    start_rss = _peak_rss_mb()
-    t0 = time.perf_counter()
-    if method == "validator":
-        report = validate_file(path, kind="openai.chat")
-        rows, errors = report.rows, report.error_count
-    else:
-        from jsonschema import Draft202012Validator
+    report = validate_file(path, kind=kind)
+    return report.rows, report.error_count + report.warning_count
 
-        validator = Draft202012Validator(load_schema("openai.chat"))
+
+def run_ceiling(path: str) -> tuple[int, int]:
+    import orjson
+
+    rows = 0
+    loads = orjson.loads
+    with open(path, "rb", buffering=1 << 20) as fh:
+        for line in fh:
+            if line.strip():
+                loads(line)
+                rows += 1
+    return rows, 0
+
+
+def make_peer(kind: str):
+    from jsonschema import Draft202012Validator
+
+    from agent_rl_sandbox.tools.datasets import load_schema
+
+    validator = Draft202012Validator(load_schema(kind))
+
+    def run_peer(path: str) -> tuple[int, int]:
         rows = errors = 0
         with open(path, encoding="utf-8") as fh:
             for line in fh:
@@ -158,15 +188,34 @@ def worker(method: str, path: str) -> dict:
                     continue
                 rows += 1
                 errors += sum(1 for _ in validator.iter_errors(json.loads(line)))
-    seconds = time.perf_counter() - t0
-    return {
-        "method": method,
-        "seconds": seconds,
-        "rows": rows,
-        "errors": errors,
-        "peak_rss_mb": _peak_rss_mb(),
-        "rss_after_import_mb": start_rss,
-    }
+        return rows, errors
+
+    return run_peer
+
+
+def memory_worker(path: str, kind: str, limit_bytes: int) -> dict:
+    """Validate the first ``limit_bytes`` of ``path`` (whole lines) in this fresh process; peak RSS."""
+    src = path
+    if limit_bytes:
+        src = path + ".part"
+        with open(path, "rb") as fh, open(src, "wb") as out:
+            done = 0
+            for line in fh:
+                if done >= limit_bytes:
+                    break
+                out.write(line)
+                done += len(line)
+    try:
+        before = _peak_rss_mb()
+        rows, findings = run_validator(src, kind)
+        return {"rows": rows, "findings": findings, "peak_rss_mb": _peak_rss_mb(), "rss_before_mb": before}
+    finally:
+        if src != path:
+            os.unlink(src)
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs)
 
 
 def main() -> None:
@@ -174,36 +223,64 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=200.0, help="size of the generated dataset in MB (default 200)")
     ap.add_argument("--path", help="write the dataset here (default: a temporary file, deleted afterwards)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--worker", nargs=2, metavar=("METHOD", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument("--dialect", choices=sorted(KINDS), default="trl")
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds (default 3)")
+    ap.add_argument("--no-peer", action="store_true", help="skip the json + jsonschema peer")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-RSS runs")
+    ap.add_argument("--memory-worker", nargs=3, metavar=("PATH", "KIND", "BYTES"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(worker(*args.worker)))
+    if args.memory_worker:
+        p, k, n = args.memory_worker
+        print(json.dumps(memory_worker(p, k, int(n))))
         return
+    kind = KINDS[args.dialect]
     path = args.path or tempfile.mktemp(prefix="bench-validate-", suffix=".jsonl")
     try:
         t0 = time.perf_counter()
-        rows, size = generate(path, args.mb, args.seed)
-        print(f"generated {rows:,} rows, {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
-        results = {}
-        for method in ("validator", "baseline"):
-            out = subprocess.run(
-                [sys.executable, __file__, "--worker", method, path], check=True, capture_output=True, text=True
-            )
-            results[method] = json.loads(out.stdout.strip().splitlines()[-1])
+        rows, size = generate(path, args.mb, args.seed, args.dialect)
         mb = size / 1e6
-        print(f"{'method':<10} {'seconds':>8} {'MB/s':>8} {'rows/s':>10} {'errors':>7} {'peak RSS MB':>12}")
-        for method, r in results.items():
-            print(
-                f"{method:<10} {r['seconds']:>8.2f} {mb / r['seconds']:>8.1f} {r['rows'] / r['seconds']:>10,.0f} "
-                f"{r['errors']:>7} {r['peak_rss_mb']:>12.1f}"
-            )
-        ratio = results["baseline"]["seconds"] / results["validator"]["seconds"]
-        verdict = "meets" if ratio >= 10 else "misses"
-        print(f"ratio: validator is {ratio:.1f}x the baseline (json + jsonschema) throughput; {verdict} the 10x aim")
+        print(f"generated {rows:,} {args.dialect} rows, {mb:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
+        sides = {"validator": lambda: run_validator(path, kind), "ceiling": lambda: run_ceiling(path)}
+        if not args.no_peer:
+            peer = make_peer(kind)
+            sides["peer"] = lambda: peer(path)
+        times: dict[str, list[float]] = {k: [] for k in sides}
+        found: dict[str, tuple[int, int]] = {}
+        run_ceiling(path)  # warm the page cache and the imports
+        for r in range(args.repeats):
+            for name, fn in sides.items():
+                t = time.perf_counter()
+                found[name] = fn()
+                times[name].append(time.perf_counter() - t)
+            print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+        print(f"{'side':<10} {'median s':>9} {'MB/s':>8} {'rows/s':>10} {'findings':>9}")
+        for name, ts in times.items():
+            med = _median(ts)
+            print(f"{name:<10} {med:>9.2f} {mb / med:>8.1f} {found[name][0] / med:>10,.0f} {found[name][1]:>9}")
+        v, c = _median(times["validator"]), _median(times["ceiling"])
+        goal = "meets" if c / v >= 0.6 else "misses"
         print(
-            "baseline = json.loads + jsonschema Draft 2020-12 against schemas/datasets/openai.chat.schema.json; "
-            "validator also checks tool calls, ids, arguments against parameters, duplicates, drift, lengths"
+            f"ratio: validator {c / v:.2f}x the orjson per-line parse ceiling ({goal} issue 16's 0.60 goal)"
+            + (f"; {_median(times['peer']) / v:.1f}x json + jsonschema" if "peer" in times else "")
         )
+        print(
+            f"ceiling = orjson.loads on each line; peer = json.loads + jsonschema Draft 2020-12 against "
+            f"schemas/datasets/{kind}.schema.json; validator = validate_file(kind={kind!r}) with every rule, "
+            f"duplicates, drift, lengths; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        )
+        if not args.no_memory:
+            for label, limit in (("first quarter", size // 4), ("whole file", 0)):
+                out = subprocess.run(
+                    [sys.executable, __file__, "--memory-worker", path, kind, str(limit)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                m = json.loads(out.stdout.strip().splitlines()[-1])
+                print(
+                    f"validator peak RSS, {label}: {m['peak_rss_mb']:.1f} MB ({m['rows']:,} rows; "
+                    f"{m['rss_before_mb']:.1f} MB after imports)"
+                )
     finally:
         if not args.path and os.path.exists(path):
             os.unlink(path)

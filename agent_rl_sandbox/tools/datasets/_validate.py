@@ -23,6 +23,7 @@ from ._documents import check_atif, check_trajectory_suite
 from ._kinds import KINDS, candidate_kinds, has_required_keys
 from ._manifest import manifest_kind
 from ._reader import (
+    DECODER,
     DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     ReadProblem,
@@ -95,6 +96,38 @@ CHARS_PER_TOKEN = 4
 """Token estimate without a tokenizer: 4 ASCII characters per token, each non-ASCII character one token."""
 _MAX_TOOL_NAMES = 200
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+_MAX_TOOLS_TEXTS = 8
+"""Distinct repeated ``tools`` texts remembered per run (see ``_Engine._parse``)."""
+_MAX_TOOLS_TEXT_CHARS = 1 << 20
+_TOOLS_KEY = '"tools"'
+
+
+def _tools_value_at(text: str) -> int:
+    """Index where the value of the row's top-level ``"tools"`` key starts, or -1 unless provable.
+
+    Provable: ``"tools"`` occurs exactly once in the text and no escape could spell t, o, l or s
+    (``\\u006x``/``\\u007x``), so no other key decodes to ``tools``; a row that has a ``tools`` key then
+    has it there (callers check the parsed row has it). Inside a string ``"tools"`` cannot occur unescaped.
+    """
+    pos = text.find(_TOOLS_KEY)
+    if pos < 0 or text.find(_TOOLS_KEY, pos + 7) >= 0 or "\\u006" in text or "\\u007" in text:
+        return -1
+    return _value_start(text, pos + 7)
+
+
+def _value_start(text: str, j: int) -> int:
+    """Index of the value after the key ending at ``j`` (whitespace, a colon, whitespace), or -1."""
+    n = len(text)
+    while j < n and text[j] in " \t\n\r":
+        j += 1
+    if j >= n or text[j] != ":":
+        return -1
+    j += 1
+    while j < n and text[j] in " \t\n\r":
+        j += 1
+    return j
 
 
 def _has_tool_calls(messages: Any) -> bool:
@@ -181,6 +214,9 @@ class _Engine:
         self.duplicates = 0
         self.leaked = 0
         self.openai_rows = 0
+        self.tools_texts: dict[str, Any] = {}
+        """Text of a repeated top-level ``tools`` value -> its parsed value (see ``_parse``)."""
+        self._tools_repeat = False
 
     # --- counters used by the checks
     def count_role(self, role: str) -> None:
@@ -219,9 +255,61 @@ class _Engine:
                 self.established = cands[0]
                 return
 
+    def _parse(self, text: str, last_line: bool) -> tuple[Any, ReadProblem | None, bool]:
+        """Parse one row's text: ``(value, problem, spliced)``, exactly as ``parse_json_text`` would.
+
+        Rows usually repeat the same ``tools`` declarations, which are most of their bytes. When the row's
+        single top-level ``tools`` value is, character for character, a text already parsed in this run
+        (``tools_texts``), the row is parsed with that value replaced by ``0`` and the earlier parsed
+        value put back at the same key (same key order). An array is self-delimiting and JSON values are
+        context-free, so the result equals the full parse; anything else (the text fails to parse, or
+        ``"tools"`` is not provably the one top-level key) takes the full parse, which also gives the
+        error message.
+        """
+        if self.tools_texts:
+            pos = text.find(_TOOLS_KEY)
+            j = _value_start(text, pos + 7) if pos >= 0 else -1
+            if j >= 0:
+                for known, value in self.tools_texts.items():
+                    if text.startswith(known, j):
+                        # A remembered text holds no "tools" and no \u006x/\u007x escape (_tools_value_at
+                        # checked its row): check the rest of this row's text the same way.
+                        end = j + len(known)
+                        if (
+                            text.find(_TOOLS_KEY, end) < 0
+                            and text.find("\\u006", 0, pos) < 0
+                            and text.find("\\u007", 0, pos) < 0
+                            and text.find("\\u006", end) < 0
+                            and text.find("\\u007", end) < 0
+                        ):
+                            row, problem = parse_json_text(text[:j] + "0" + text[end:])
+                            if problem is None and type(row) is dict and row.get("tools") == 0:
+                                row["tools"] = value
+                                return row, None, True
+                        break
+        value, problem = parse_json_text(text, last_line=last_line)
+        return value, problem, False
+
+    def _learn_tools_text(self, text: str, row: dict) -> None:
+        """Remember the text of ``row``'s top-level ``tools`` (a list seen before in this run)."""
+        if len(self.tools_texts) >= _MAX_TOOLS_TEXTS:
+            return
+        j = _tools_value_at(text)
+        if j < 0:
+            return
+        try:
+            value, end = DECODER.raw_decode(text, j)
+        except (ValueError, RecursionError):
+            return
+        if type(value) is not list or value != row["tools"] or end - j > _MAX_TOOLS_TEXT_CHARS:
+            return
+        if nested_deeper_than(value, MAX_DEPTH):
+            return
+        self.tools_texts[text[j:end]] = value
+
     def text_row(self, line: int, text: str, raw: bytes | None, last_line: bool = False, inline: bool = False) -> None:
         """Parse and validate one JSON text found at ``line`` (``inline``: it came from ``validate_rows``)."""
-        value, problem = parse_json_text(text, last_line=last_line)
+        value, problem, spliced = self._parse(text, last_line)
         if problem is not None:
             self.problem(problem, line)
             return
@@ -241,10 +329,13 @@ class _Engine:
             except RecursionError:
                 pass
         self.row(line, value, raw)
+        if self._tools_repeat and not spliced:
+            self._learn_tools_text(text, value)
 
     def row(self, line: int, obj: Any, raw: bytes | None) -> None:
         """Validate one parsed row found at ``line``; never raises."""
         self.rows += 1
+        self._tools_repeat = False
         try:
             self._row(line, obj, raw)
         except RecursionError:
@@ -354,6 +445,7 @@ class _Engine:
         sink = self.sink
         if info.has_tools:
             self.rows_with_tools += 1
+            self._tools_repeat = not info.new_tools and type(obj.get("tools")) is list
         if self.rows_called:
             self.rows_with_calls += 1
         # styles (TRL: standard vs conversational never mixed)

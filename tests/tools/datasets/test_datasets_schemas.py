@@ -37,7 +37,9 @@ def test_unknown_kind_has_no_schema():
 
 def test_bench_baseline_uses_the_same_schema_files():
     bench = (Path(agent_rl_sandbox.__file__).parents[1] / "bench" / "validate.py").read_text(encoding="utf-8")
-    assert 'load_schema("openai.chat")' in bench and 'kind="openai.chat"' in bench
+    # the peer validates against load_schema(kind), the validator runs validate_file(path, kind=kind)
+    assert "load_schema(kind)" in bench and "validate_file(path, kind=kind)" in bench
+    assert 'KINDS = {"trl": "trl.language_modeling", "openai": "openai.chat"}' in bench
 
 
 def test_trajectory_suite_schema_is_the_projects_suite_model():
