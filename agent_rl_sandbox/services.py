@@ -13,19 +13,20 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_rl_sandbox.schemas.reward import EvalReport
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.adapters import AdapterRegistry, RouteTable, ServingBackend, VllmBackend
-from agent_rl_sandbox.tools.datasets import DatasetService
-from agent_rl_sandbox.tools.errors import ActionError
-from agent_rl_sandbox.tools.evals import EvalService
-from agent_rl_sandbox.tools.jobs import JobRecord, JobRepository, JobService
-from agent_rl_sandbox.tools.routes import RouteService
-from agent_rl_sandbox.tools.sandbox import SandboxService
-from agent_rl_sandbox.tools.store import Store
-from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
+
+if TYPE_CHECKING:  # imported in Services.build: importing this module stays light (serve's start-up)
+    from agent_rl_sandbox.schemas.reward import EvalReport
+    from agent_rl_sandbox.tools.adapters import AdapterRegistry, ServingBackend
+    from agent_rl_sandbox.tools.datasets import DatasetService
+    from agent_rl_sandbox.tools.evals import EvalService
+    from agent_rl_sandbox.tools.jobs import JobRecord, JobService
+    from agent_rl_sandbox.tools.routes import RouteService
+    from agent_rl_sandbox.tools.sandbox import SandboxService
+    from agent_rl_sandbox.tools.store import Store
+    from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
 
 
 @dataclass
@@ -51,6 +52,15 @@ class Services:
     @classmethod
     def build(cls, settings: Settings | None = None) -> Services:
         """Open the store (creating tables) and load tasks. Raises on an unreachable database."""
+        from agent_rl_sandbox.tools.adapters import AdapterRegistry, RouteTable
+        from agent_rl_sandbox.tools.datasets import DatasetService
+        from agent_rl_sandbox.tools.evals import EvalService
+        from agent_rl_sandbox.tools.jobs import JobRepository, JobService
+        from agent_rl_sandbox.tools.routes import RouteService
+        from agent_rl_sandbox.tools.sandbox import SandboxService
+        from agent_rl_sandbox.tools.store import Store
+        from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
+
         settings = settings or Settings.from_env()
         settings.home.mkdir(parents=True, exist_ok=True)
         store = Store(settings.db_url)
@@ -114,6 +124,7 @@ class Services:
 
     def _route_now(self, behaviour: str) -> dict[str, Any]:
         from agent_rl_sandbox.schemas.routes import RouteRecommendInput
+        from agent_rl_sandbox.tools.errors import ActionError
 
         try:
             rec = self.routes.recommend(RouteRecommendInput(behaviour=behaviour))
@@ -156,14 +167,7 @@ class Services:
             return
         self._exit_hook = self.close
         atexit.register(self.close)
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                if signal.getsignal(sig) in (signal.SIG_DFL, None):
-                    signal.signal(sig, _exit_on_signal)
-            except (ValueError, OSError):  # not the main interpreter, or unsupported here
-                pass
+        exit_on_term_signals()
 
     def close(self) -> None:
         """Kill live sandbox commands, then release the database connections. Safe to call twice."""
@@ -174,6 +178,19 @@ class Services:
             self._exit_hook = None
 
 
+def exit_on_term_signals() -> None:
+    """Turn SIGTERM/SIGHUP into ``SystemExit`` (so ``atexit`` hooks run), only where the signal still
+    has its default action and only from the main thread (elsewhere: nothing). Idempotent."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                signal.signal(sig, _exit_on_signal)
+        except (ValueError, OSError):  # not the main interpreter, or unsupported here
+            pass
+
+
 def _exit_on_signal(signum: int, _frame: object) -> None:
     """SIGTERM/SIGHUP: exit through ``SystemExit`` so the ``atexit`` close runs."""
     raise SystemExit(128 + signum)
@@ -181,6 +198,8 @@ def _exit_on_signal(signum: int, _frame: object) -> None:
 
 def _serving_backend(settings: Settings) -> ServingBackend | None:
     """The configured serving backend (the vLLM server), or ``None``."""
+    from agent_rl_sandbox.tools.adapters import VllmBackend
+
     if settings.vllm_url and settings.vllm_base_model:
         return VllmBackend(settings.vllm_url, settings.vllm_base_model)
     return None

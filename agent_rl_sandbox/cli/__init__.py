@@ -41,7 +41,9 @@ Start-up stays light: ``agent-rl-sandbox hook claude-code|codex`` never imports 
 SQLAlchemy (:func:`main` dispatches it before the app is built; the event is queued and folded into
 the store by a background drainer, :mod:`agent_rl_sandbox.agents.hooks`). Other commands import their heavy modules (the store and SQLAlchemy, the server,
 rich tables) inside the command, so ``--help`` and ``validate`` never import SQLAlchemy or torch,
-and ``serve`` claims stdout before any tool code is imported.
+and ``serve`` claims stdout before any tool code is imported. ``serve`` over stdio answers
+``initialize`` and ``tools/list`` before importing typer, rich, SQLAlchemy or any tool code (the
+store and the tools are built on the first tool call: :mod:`agent_rl_sandbox.server.lazy`).
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ def main() -> None:
     (:func:`agent_rl_sandbox.agents.hooks.hook_main`: stdlib only, about the cost of starting Python).
     ``score FILE --json`` (with ``--out``, ``--gate``, ``--home``, ``--task-dir``) first tries the lean
     path of :mod:`agent_rl_sandbox.cli._lean_score` (no typer, rich or SQLAlchemy; the same bytes and
-    exit status); anything it does not handle, errors included, runs through the app as before."""
+    exit status); anything it does not handle, errors included, runs through the app as before.
+    ``serve`` over stdio (bare, ``--home``, ``--task-dir``) likewise skips the app
+    (:mod:`agent_rl_sandbox.cli._lean_serve`: the same server, settings errors left to the app)."""
     args = sys.argv[1:]
     if len(args) == 2 and args[0] == "hook" and args[1] in _FAST_HOOKS:
         from agent_rl_sandbox.agents.hooks import hook_main
@@ -86,6 +90,10 @@ def main() -> None:
         from agent_rl_sandbox.cli._lean_score import run_lean
 
         run_lean(args[1:])  # exits when it handled the command
+    if args[:1] == ["serve"]:
+        from agent_rl_sandbox.cli._lean_serve import run_lean as run_lean_serve
+
+        run_lean_serve(args[1:])  # serves and exits when it handled the command
     from agent_rl_sandbox.cli._app import app
 
     app()

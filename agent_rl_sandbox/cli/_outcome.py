@@ -54,21 +54,13 @@ def verdict(passed: bool) -> NoReturn:
 def bad_input_text(exc: BaseException) -> str | None:
     """The one-line message for an exception that means bad input, or ``None`` for anything else
     (a bug, which keeps its traceback)."""
-    from agent_rl_sandbox.tools.errors import ActionError
+    from agent_rl_sandbox.tools.errors import ActionError, store_error_text
 
     if isinstance(exc, BadInput):
         return exc.text()
     if isinstance(exc, ActionError):
         return exc.agent_text()
-    # SQLAlchemy's errors (bad URL, unreachable server); matched by module so that commands which
-    # never touch the store do not pay for importing SQLAlchemy at start-up.
-    if type(exc).__module__.startswith("sqlalchemy."):
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return (
-            f"cannot open the store: {first}. Next step: check AGENT_RL_SANDBOX_DATABASE_URL "
-            "(e.g. postgresql+psycopg://user@host/db) or unset it to use the SQLite file in AGENT_RL_SANDBOX_HOME"
-        )
-    return None
+    return store_error_text(exc)  # SQLAlchemy's errors (bad URL, unreachable server), else None
 
 
 def fail_bad_input(exc: BaseException) -> NoReturn:

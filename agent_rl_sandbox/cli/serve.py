@@ -3,7 +3,10 @@
 
 Settings are read before stdout is claimed (a bad setting is one ``error:`` line, exit 2); the
 server and its tools are imported only after, so nothing they print can reach the wire. Under
-``--http`` stdout is not the wire; uvicorn logs to stderr.
+stdio the server is a :class:`~agent_rl_sandbox.server.lazy.LazyServer` (tools listed at once, the
+store and tools built on the first tool call), and the plain forms of the command (``serve``,
+``--home``, ``--task-dir``) skip building this typer app (:mod:`agent_rl_sandbox.cli._lean_serve`).
+Under ``--http`` stdout is not the wire; uvicorn logs to stderr.
 """
 
 from __future__ import annotations
@@ -38,11 +41,6 @@ def serve(
         typer.echo(f"agent-rl-sandbox: MCP over HTTP at http://{host}:{port}/mcp (health: /healthz)", err=True)
         serve_http(resolved, host=host, port=port, workers=workers)
         return
-    from agent_rl_sandbox.server.stdio import serve_stdio
+    from agent_rl_sandbox.cli._lean_serve import serve_stdio_lazy
 
-    def build():
-        from agent_rl_sandbox.server.app import build_server
-
-        return build_server(resolved)
-
-    serve_stdio(build)
+    serve_stdio_lazy(resolved)

@@ -25,14 +25,12 @@ import functools
 import hashlib
 import inspect
 import logging
-import re
-import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Protocol, get_args
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -47,6 +45,13 @@ from agent_rl_sandbox.schemas import jobs as jobs_io
 from agent_rl_sandbox.schemas import reward as evals_io
 from agent_rl_sandbox.schemas import routes as routes_io
 from agent_rl_sandbox.schemas import tools as io
+from agent_rl_sandbox.server._front import (
+    _SESSION_TOKEN,
+    INSTRUCTIONS,
+    SERVER_NAME,
+    next_step_middleware,
+    session_lifespan,
+)
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import Caller
@@ -71,20 +76,6 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 IDEMPOTENT_DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-
-INSTRUCTIONS = """\
-agent-rl-sandbox: practise a behaviour in a disposable sandbox and get a reward from verified state.
-Loop: list_tasks -> sandbox_reset(task_id) -> read the instruction -> sandbox_read_file /
-sandbox_exec to inspect -> sandbox_claim the files you will change -> sandbox_write_file ->
-sandbox_exec to run the tests -> sandbox_finish(message with the test command and its result).
-Every sandbox action is recorded for you; rewards come from the sandbox state and the hidden
-verifier, never from what your final message says. trajectory_get and eval_score show the result.
-There is no git inside the sandbox (its history lives outside, where commands cannot reach it):
-sandbox_state gives the diff against the task's base commit. One changing call (exec, write,
-claim, reset, finish) runs per sandbox at a time; a second one answers at once with a `busy`
-error saying when to retry, while read-only calls (read_file, state, read_output) still answer.
-Unknown argument names are refused with the closest valid name; `behavior` is read as `behaviour`.
-"""
 
 
 @dataclass(frozen=True)
@@ -391,17 +382,6 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
-_SESSION_TOKEN = "agent_rl_sandbox.session_token"
-"""Key of the per-session random token in the lifespan state."""
-
-
-@asynccontextmanager
-async def session_lifespan(_server: MCPServer) -> AsyncIterator[dict[str, str]]:
-    """The server's lifespan: runs once per session (per stdio process, per in-process client) and
-    draws the random token that names the session's owner (128 bits, never sent to the client)."""
-    yield {_SESSION_TOKEN: secrets.token_urlsafe(16)}
-
-
 def session_caller(ctx: Context) -> Caller:
     """The :class:`Caller` of the MCP session ``ctx`` belongs to: ``mcp:<session token>``, plus a
     hash of the transport's ``mcp-session-id`` where there is one. Raises ``RuntimeError`` when the
@@ -656,30 +636,6 @@ def closed_arguments_middleware(specs: dict[str, ToolSpec]) -> Callable[[Any, Ca
     return middleware
 
 
-_PYDANTIC_URL = re.compile(r"\n?\s*For further information visit https://errors\.pydantic\.dev\S*")
-
-
-async def next_step_middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-    """Give the SDK's own tool errors (unknown tool, arguments failing the input schema, raised
-    before our tool code runs) a ``Next step:`` like every other error, and drop pydantic's URLs."""
-    result = await call_next(ctx)
-    if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
-        return result
-    for block in result.get("content") or []:
-        text = block.get("text") if isinstance(block, dict) else None
-        if not isinstance(text, str) or "Next step" in text:
-            continue
-        text = _PYDANTIC_URL.sub("", text).rstrip()
-        if text.startswith("Unknown tool"):
-            hint = "list the tools (tools/list) and call one of those names"
-        elif "validation error" in text:
-            hint = "fix the arguments named above to match the tool's input schema, then call again"
-        else:
-            hint = "read the message above; do not retry the same call unchanged"
-        block["text"] = f"{text}\nNext step: {hint}"
-    return result
-
-
 def build_server(
     settings: Settings | None = None,
     services: Services | None = None,
@@ -693,6 +649,29 @@ def build_server(
     (``caller_of``), wrap calls (``admit``) and pass ``MCPServer`` options (``token_verifier``,
     ``auth``) through ``mcp_options``."""
     services = services or Services.build(settings)
+    server = MCPServer(
+        name=SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        middleware=[next_step_middleware, tools_middleware()],
+        lifespan=session_lifespan,
+        tools=build_tools(services, caller_of=caller_of, admit=admit),
+        **mcp_options,
+    )
+    server.services = services  # type: ignore[attr-defined]  # for tests and the CLI
+    return server
+
+
+class Binder(Protocol):
+    """What binds a tool's unbound domain method to the instance that runs it (:meth:`Services.bind`)."""
+
+    def bind(self, method: Callable[[Any, Any], Any]) -> Callable[[Any], Any]: ...
+
+
+def build_tools(services: Binder, *, caller_of: CallerOf = session_caller, admit: Admit | None = None) -> list[Tool]:
+    """The SDK ``Tool`` of every spec in :data:`TOOLS`, its domain method bound by ``services`` (what
+    :func:`build_server` registers; :mod:`agent_rl_sandbox.server.lazy` registers the same on the
+    first ``tools/call``). Their ``tools/list`` entries depend on the specs only, never on ``services``."""
     tools = []
     for spec in TOOLS:
         tool = Tool.from_function(
@@ -705,14 +684,10 @@ def build_server(
         )
         tool.parameters["additionalProperties"] = False  # closed_arguments_middleware enforces it
         tools.append(tool)
-    server = MCPServer(
-        name="agent-rl-sandbox",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        middleware=[next_step_middleware, closed_arguments_middleware({s.name: s for s in TOOLS})],
-        lifespan=session_lifespan,
-        tools=tools,
-        **mcp_options,
-    )
-    server.services = services  # type: ignore[attr-defined]  # for tests and the CLI
-    return server
+    return tools
+
+
+def tools_middleware() -> Callable[[Any, Callable[[Any], Any]], Any]:
+    """The middleware that runs inside :func:`next_step_middleware` on every server built here:
+    :func:`closed_arguments_middleware` over :data:`TOOLS`."""
+    return closed_arguments_middleware({s.name: s for s in TOOLS})

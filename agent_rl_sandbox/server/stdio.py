@@ -39,8 +39,9 @@ def serve_stdio(build: Callable[[], Any] | None = None) -> None:
     """Run the MCP server over stdio until stdin closes.
 
     ``build`` returns the ``MCPServer`` (default: :func:`agent_rl_sandbox.server.app.build_server`
-    with settings from the environment). It is called only after stdout is claimed, so nothing a
-    tool module prints at import or call time can reach the wire.
+    with settings from the environment; ``agent-rl-sandbox serve`` passes a
+    :class:`~agent_rl_sandbox.server.lazy.LazyServer`). It is called only after stdout is claimed, so
+    nothing a tool module prints at import or call time can reach the wire.
     """
     wire_fd = claim_stdout()
     import anyio
@@ -49,9 +50,11 @@ def serve_stdio(build: Callable[[], Any] | None = None) -> None:
     if build is None:
         from agent_rl_sandbox.server.app import build_server as build
     server = build()
-    services = getattr(server, "services", None)
-    if services is not None:  # this process is ours: close sandboxes on exit and on SIGTERM/SIGHUP
-        services.close_at_exit()
+    # this process is ours: close sandboxes on exit and on SIGTERM/SIGHUP (a LazyServer does it for
+    # the services it builds on first use)
+    owner = server if hasattr(server, "close_at_exit") else getattr(server, "services", None)
+    if owner is not None:
+        owner.close_at_exit()
 
     async def main() -> None:
         stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))

@@ -26,3 +26,18 @@ class WouldWait(Exception):
     database's write lock, or a server round trip it does not make without waiting) before doing
     anything: nothing was written. The caller runs the same call again, allowed to wait (the MCP
     adapter does so in a worker thread). Never an agent-facing error."""
+
+
+def store_error_text(exc: BaseException) -> str | None:
+    """The one-line message (with its next step) for a failure to open the store: SQLAlchemy's
+    errors (a malformed URL, an unreachable server), matched by module so that callers which never
+    touch the store do not pay for importing SQLAlchemy. ``None`` for any other exception. The CLI
+    prints it as its ``error:`` line; the stdio server answers it to a tool call when the store it
+    opens on first use cannot be opened."""
+    if not type(exc).__module__.startswith("sqlalchemy."):
+        return None
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return (
+        f"cannot open the store: {first}. Next step: check AGENT_RL_SANDBOX_DATABASE_URL "
+        "(e.g. postgresql+psycopg://user@host/db) or unset it to use the SQLite file in AGENT_RL_SANDBOX_HOME"
+    )
