@@ -10,6 +10,9 @@ interleaved in one run (A B A B, so machine load hits both alike), ``--rounds`` 
 - serve: ``python -m agent_rl_sandbox.cli serve`` with a fresh home each round (no store file yet:
   the first start a user sees; ``--warm-home`` reuses one home for every round instead).
 
+With ``--compare-root DIR`` (another checkout, e.g. ``git archive`` of an older commit) a third
+side runs ``serve`` from that tree (``PYTHONPATH=DIR``) in the same rounds: before vs after.
+
 Each round starts the process, sends ``initialize``, ``notifications/initialized`` and
 ``tools/list`` as raw JSON-RPC lines on stdin, and stops the clock when the ``tools/list`` answer
 arrives on stdout (the time from ``Popen`` to that line). The process is then closed (stdin EOF)
@@ -18,12 +21,14 @@ listed, and the load average before and after. Goal (issue 16): ratio <= 1.2. Us
 
     python bench/serve_start.py              # 20 rounds each
     python bench/serve_start.py --rounds 6   # quicker
+    python bench/serve_start.py --compare-root /tmp/before   # and the code in /tmp/before
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -78,11 +83,19 @@ def _answer(proc: subprocess.Popen[bytes], want_id: int) -> dict:
             return msg
 
 
-def time_to_tools_list(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+def time_to_tools_list(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int]:
     """Seconds from starting ``argv`` to its ``tools/list`` answer, and the number of tools listed.
-    The whole exchange is written at once (a client may pipeline it; the server reads in order)."""
+    Run in a neutral folder (``python -m`` puts the working folder first on ``sys.path``, which would
+    shadow ``PYTHONPATH``)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
     try:
         _send(proc, INITIALIZE)
         _answer(proc, 1)
@@ -98,13 +111,14 @@ def time_to_tools_list(argv: list[str], env: dict[str, str]) -> tuple[float, int
 
 
 def _p90(xs: list[float]) -> float:
-    return sorted(xs)[max(0, int(len(xs) * 0.9) - 1)]
+    return sorted(xs)[min(len(xs) - 1, max(0, math.ceil(len(xs) * 0.9) - 1))]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=20, help="interleaved rounds of each (default 20)")
     ap.add_argument("--warm-home", action="store_true", help="reuse one home (store already created) for every round")
+    ap.add_argument("--compare-root", type=Path, help="also time serve from this source tree (e.g. the code before)")
     args = ap.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-serve-start-") as tmp:
@@ -115,27 +129,43 @@ def main() -> None:
         serve = [sys.executable, "-m", "agent_rl_sandbox.cli", "serve"]
         base = [sys.executable, str(minimal)]
         # one untimed start of each: byte-code caches written, files in the page cache
-        time_to_tools_list(base, env)
-        time_to_tools_list(serve, dict(env, AGENT_RL_SANDBOX_HOME=str(Path(tmp) / "home-warmup")))
+        time_to_tools_list(base, env, tmp)
+        time_to_tools_list(serve, dict(env, AGENT_RL_SANDBOX_HOME=str(Path(tmp) / "home-warmup")), tmp)
+        other_env = None
+        if args.compare_root is not None:
+            other_env = dict(env, PYTHONPATH=str(args.compare_root.resolve()))
+            time_to_tools_list(serve, dict(other_env, AGENT_RL_SANDBOX_HOME=str(Path(tmp) / "other-warmup")), tmp)
         a: list[float] = []
         b: list[float] = []
-        n_tools = (0, 0)
+        c: list[float] = []
+        n_tools = (0, 0, 0)
         for i in range(args.rounds):
             home = Path(tmp) / ("home" if args.warm_home else f"home-{i}")
-            da, na = time_to_tools_list(base, env)
-            db, nb = time_to_tools_list(serve, dict(env, AGENT_RL_SANDBOX_HOME=str(home)))
+            da, na = time_to_tools_list(base, env, tmp)
+            db, nb = time_to_tools_list(serve, dict(env, AGENT_RL_SANDBOX_HOME=str(home)), tmp)
             a.append(da)
             b.append(db)
-            n_tools = (na, nb)
+            nc = 0
+            if other_env is not None:
+                other_home = Path(tmp) / ("other-home" if args.warm_home else f"other-home-{i}")
+                dc, nc = time_to_tools_list(serve, dict(other_env, AGENT_RL_SANDBOX_HOME=str(other_home)), tmp)
+                c.append(dc)
+            n_tools = (na, nb, nc)
     load_after = os.getloadavg()
     ma, mb = statistics.median(a), statistics.median(b)
-    print(f"rounds: {args.rounds} interleaved (A B A B), home: {'reused' if args.warm_home else 'fresh per round'}")
+    order = "A B C A B C" if c else "A B A B"
+    print(f"rounds: {args.rounds} interleaved ({order}), home: {'reused' if args.warm_home else 'fresh per round'}")
     for label, xs in (
         (f"baseline  minimal MCPServer, {n_tools[0]} tool", a),
         (f"serve     agent-rl-sandbox, {n_tools[1]} tools", b),
     ):
         print(f"{label:38s} median {statistics.median(xs) * 1e3:7.1f} ms  p90 {_p90(xs) * 1e3:7.1f} ms")
     print(f"ratio serve / baseline (medians): {mb / ma:.2f}x  (goal <= 1.2x); extra {(mb - ma) * 1e3:.0f} ms")
+    if c:
+        mc = statistics.median(c)
+        label = f"compare   {args.compare_root}, {n_tools[2]} tools"
+        print(f"{label:38s} median {mc * 1e3:7.1f} ms  p90 {_p90(c) * 1e3:7.1f} ms")
+        print(f"ratio compare / baseline (medians): {mc / ma:.2f}x; serve is {mc / mb:.2f}x faster than it")
     print("load average before: {:.2f} {:.2f} {:.2f}; after: {:.2f} {:.2f} {:.2f}".format(*load_before, *load_after))
 
 
