@@ -142,6 +142,7 @@ def test_building_services_installs_no_process_wide_handlers(tmp_path):
         from pathlib import Path
         from agent_rl_sandbox.services import Services
         from agent_rl_sandbox.settings import Settings
+        import agent_rl_sandbox.tools.store  # SQLAlchemy's own atexit hooks, registered at its import
         before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP), atexit._ncallbacks())
         s = Services.build(Settings(home=Path(sys.argv[1])))
         after = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP), atexit._ncallbacks())
