@@ -41,6 +41,12 @@ _OWNER = "SELECT owner FROM trajectories WHERE session_id = ?"
 _BUMP = "UPDATE trajectories SET step_count = ? WHERE session_id = ?"
 
 
+def _raise_if_busy(e: sqlite3.OperationalError) -> None:
+    """:class:`WouldWait` for SQLite's "database is locked" / "busy" (the caller has written nothing)."""
+    if "locked" in str(e) or "busy" in str(e):
+        raise WouldWait("the SQLite database is locked by another connection") from None
+
+
 def _row_tuple(r: dict[str, Any]) -> tuple[Any, ...]:
     return (r["session_id"], r["step_id"], r["client_step_id"], r["provenance"], r["data_json"])
 
@@ -80,9 +86,14 @@ class DirectSqlite:
             self._conn = None
 
     def owner(self, session_id: str) -> tuple[bool, str | None]:
-        """``(known, owner)`` of one trajectory, read without waiting."""
+        """``(known, owner)`` of one trajectory, read without waiting (:class:`WouldWait` where SQLite
+        answers busy, e.g. another connection in exclusive locking mode)."""
         with self._use() as conn:
-            row = conn.execute(_OWNER, (session_id,)).fetchone()
+            try:
+                row = conn.execute(_OWNER, (session_id,)).fetchone()
+            except sqlite3.OperationalError as e:
+                _raise_if_busy(e)
+                raise
         return (False, None) if row is None else (True, row[0])
 
     def append(
@@ -100,15 +111,17 @@ class DirectSqlite:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as e:
-                if "locked" in str(e) or "busy" in str(e):
-                    raise WouldWait("the SQLite write lock is held by another connection") from None
+                _raise_if_busy(e)
                 raise
             try:
                 res = self._append_in(conn, repo, session_id, prepared, finished)
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            except BaseException as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.OperationalError):
+                    _raise_if_busy(e)  # nothing was written: the waiting path can do it
                 raise
-            conn.execute("COMMIT")
             return res
 
     @staticmethod

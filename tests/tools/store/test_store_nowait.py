@@ -197,3 +197,51 @@ def test_nowait_path_never_waits_for_another_thread(store):
     assert t.log_steps(sid, [_step(2)], nowait=True).created == [True]
     store.close()  # closes the direct connection too; a later use reopens it
     assert direct._conn is None
+
+
+class _Busy:
+    """A direct connection whose statements starting with ``fail_on`` answer "database is locked" (what a
+    reader gets during WAL recovery or from a connection in exclusive locking mode)."""
+
+    def __init__(self, conn: sqlite3.Connection, fail_on: str):
+        self.conn, self.fail_on = conn, fail_on
+
+    def execute(self, sql: str, *args):
+        if sql.startswith(self.fail_on):
+            raise sqlite3.OperationalError("database is locked")
+        return self.conn.execute(sql, *args)
+
+    def executemany(self, sql: str, rows):
+        return self.conn.executemany(sql, rows)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+
+def test_nowait_gives_way_when_sqlite_answers_busy(store):
+    # With busy_timeout=0 any statement may answer "locked": the nowait path must hand over (WouldWait,
+    # nothing written, the transaction rolled back), never fail the call.
+    t = store.trajectories
+    if not t.writes_without_waiting:
+        pytest.skip("SQLite only")
+    sid = t.start(agent={"name": "a"}).session_id
+    t.log_steps(sid, [_step(1)], nowait=True)
+    direct = t._direct
+    assert direct is not None and direct._conn is not None
+    real = direct._conn
+    for fail_on, call in (
+        ("SELECT owner", lambda: t.owner(sid, nowait=True)),
+        ("SELECT status", lambda: t.log_steps(sid, [_step(2)], nowait=True)),
+        ("COMMIT", lambda: t.log_steps(sid, [_step(2)], nowait=True)),
+    ):
+        direct._conn = _Busy(real, fail_on)  # type: ignore[assignment]
+        try:
+            with pytest.raises(WouldWait):
+                call()
+        finally:
+            direct._conn = real
+        assert not real.in_transaction
+        assert [s.step_id for s in t.get(sid).steps] == [1]
+    assert t.log_steps(sid, [_step(2)], nowait=True).created == [True]
+    assert [s.step_id for s in t.get(sid).steps] == [1, 2]
