@@ -128,12 +128,13 @@ def run_lean(args: list[str]) -> None:
         return
     import gc
 
-    if parsed["gate"] is None and _fast_suite(parsed):
-        return  # pragma: no cover - _fast_suite exits when it wrote the report
     # A one-shot process that makes no reference cycles worth collecting: with the collector on, each
     # end of a paused_gc block (validation, scoring, writing) set off a full collection over the whole
-    # suite and report (about 0.5 s at 10k tasks) just before the process exits anyway.
+    # suite and report (about 0.5 s at 10k tasks) just before the process exits anyway; the streaming
+    # scorer's per-task state made its full collections grow with the suite (superlinear at 100k).
     gc.disable()
+    if parsed["gate"] is None and _fast_suite(parsed):
+        return  # pragma: no cover - _fast_suite exits when it wrote the report
     try:
         from agent_rl_sandbox.settings import Settings
         from agent_rl_sandbox.tools.evals import score_and_gate

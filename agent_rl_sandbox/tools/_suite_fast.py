@@ -44,9 +44,9 @@ import orjson
 
 from agent_rl_sandbox.tools._claims import ERROR_TEXT, success_claims
 from agent_rl_sandbox.tools._jsonout import dumps_indented
-from agent_rl_sandbox.tools._jsvalue import final_state_text, js_json, js_number, round3
+from agent_rl_sandbox.tools._jsvalue import FINAL_TEXT_FIELDS, final_state_text, js_json, js_number, js_string, round3
 
-CHUNK_BYTES = 4 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024
 """Bytes of the file read (and handed to orjson) at a time."""
 SPOOL_MEMORY_BYTES = 48 * 1024 * 1024
 """Report pieces kept in memory up to this total; beyond, they go to a temporary file."""
@@ -410,13 +410,50 @@ def _js_json(value: Any) -> str:
     if t is str:
         return _quote(value)
     if t is dict:
-        for k in value:
+        parts = []
+        for k, v in value.items():
             if k[:1] in _INDEX_START:
                 return js_json(value)
-        return "{" + ",".join(_quote(k) + ":" + _js_json(v) for k, v in value.items()) + "}"
+            parts.append(_quote(k) + ":" + (_quote(v) if type(v) is str else _js_json(v)))
+        return "{" + ",".join(parts) + "}"
     if t is list:
-        return "[" + ",".join(_js_json(v) for v in value) + "]"
+        return "[" + ",".join([_quote(v) if type(v) is str else _js_json(v) for v in value]) + "]"
     return js_json(value)
+
+
+def _final_text(final: Any) -> tuple[str, str | None]:
+    """``_jsvalue.final_state_text``, with the common cases (a string, an object of strings) inline."""
+    if final is None:
+        return "", None
+    tf = type(final)
+    if tf is str:
+        return final, None
+    if tf is dict:
+        parts = []
+        for k in FINAL_TEXT_FIELDS:
+            v = final.get(k)
+            if v is None:
+                continue
+            if type(v) is str:
+                parts.append(v)
+            elif isinstance(v, (int, float)):  # bool too, as final_state_text reads it: "true"
+                parts.append(js_string(v))
+        kind = final.get("kind")
+        return "\n".join(parts), kind if type(kind) is str else None
+    return final_state_text(final)
+
+
+_CLAIMS: dict[str, list[str]] = {}
+
+
+def _claims(text: str) -> list[str]:
+    """``success_claims(text)``, remembered: agents repeat their final messages (cache of 10,000)."""
+    got = _CLAIMS.get(text)
+    if got is None:
+        if len(_CLAIMS) >= 10_000:
+            _CLAIMS.clear()
+        got = _CLAIMS[text] = success_claims(text)
+    return got
 
 
 def _args_json(args: Any) -> str:
@@ -545,7 +582,7 @@ class _Scored:
         possible = len(action_results) + len(evidence_results)
         reward = 1.0 if possible == 0 else _reward(earned, possible)
         passed = reward >= task.threshold
-        text, kind_final = final_state_text(traj.get("finalState") if traj is not None else None)
+        text, kind_final = _final_text(traj.get("finalState") if traj is not None else None)
         final_check = None
         if task.final_needles is not None or task.final_kind:
             needles = task.final_needles or []
@@ -640,6 +677,59 @@ class _Scored:
             "warnings": [_SELF_WARNING] if sro else [],
         }
 
+    def row_text(self, attempts: int) -> bytes:
+        """The Port Daddy row (:attr:`row` with ``attempts``) as ``dumps_indented(row, 2)`` writes it,
+        from a template of the fixed layout (a test checks they agree)."""
+        row = self.row
+        out = [f'{{\n{_I3}"actionResults": ']
+        results = row["actionResults"]
+        if results:
+            items = []
+            for r in results:
+                m = r["matched"]
+                items.append(
+                    f'{_I4}{{\n{_I5}"argsContains": {_strs(r["argsContains"], 5)},\n'
+                    f'{_I5}"matched": {"true" if m else "false"},\n{_I5}"matchedIndex": {r["matchedIndex"]},\n'
+                    f'{_I5}"tool": {_quote(r["tool"])}\n{_I4}}}'
+                )
+            out.append("[\n" + ",\n".join(items) + f"\n{_I3}]")
+        else:
+            out.append("[]")
+        out.append(f',\n{_I3}"attempts": {attempts},\n{_I3}"evidenceResults": ')
+        results = row["evidenceResults"]
+        if results:
+            items = []
+            for r in results:
+                text = f'{_I4}{{\n{_I5}"contains": {_strs(r["contains"], 5)},\n'
+                if "exitCode" in r:
+                    text += f'{_I5}"exitCode": {r["exitCode"]!r},\n'
+                if "fromFinalContains" in r:
+                    text += f'{_I5}"fromFinalContains": true,\n'
+                text += f'{_I5}"kind": {_quote(r["kind"])},\n{_I5}"matched": {"true" if r["matched"] else "false"}'
+                if "status" in r:
+                    text += f',\n{_I5}"status": {_quote(r["status"])}'
+                items.append(text + f"\n{_I4}}}")
+            out.append("[\n" + ",\n".join(items) + f"\n{_I3}]")
+        else:
+            out.append("[]")
+        failures = row["failureModes"]
+        out.append(f',\n{_I3}"failureModes": ')
+        out.append(dumps_indented(failures, 3).decode("utf-8") if failures else "[]")
+        check = row.get("finalCheck")
+        if check is not None:
+            out.append(f',\n{_I3}"finalCheck": {{\n{_I4}"contains": {_strs(check["contains"], 4)},\n')
+            if "kind" in check:
+                out.append(f'{_I4}"kind": {_quote(check["kind"])},\n')
+            out.append(f'{_I4}"matched": {"true" if check["matched"] else "false"}\n{_I3}}}')
+        if "instruction" in row:
+            out.append(f',\n{_I3}"instruction": {_quote(row["instruction"])}')
+        out.append(
+            f',\n{_I3}"pass": {"true" if self.passed else "false"},\n{_I3}"reward": {self.reward!r},\n'
+            f'{_I3}"selfReportOnly": {"true" if self.self_report_only else "false"},\n'
+            f'{_I3}"taskId": {_quote(self.task.id)}\n{_I2}}}'
+        )
+        return "".join(out).encode("utf-8")
+
     def native_text(self, session_id: str) -> tuple[str, int, bool]:
         """``(text, criteria, has loops)``: :meth:`native` as ``dumps_indented(native, 2)`` writes it,
         built from a template of the fixed layout (about 4x faster; a test checks they agree). Every
@@ -680,13 +770,15 @@ class _Scored:
             f'{_I3}"safety_violations": 0,\n{_I3}"self_report_only": {"true" if sro else "false"},\n'
             f'{_I3}"session_id": {_quote(session_id)},\n{_I3}"task_id": {_quote(self.task.id)},\n'
             f'{_I3}"trust": null,\n'
-            f'{_I3}"unverified_claims": {_strs(success_claims(self.final_text) if sro else [], 3)},\n'
+            f'{_I3}"unverified_claims": {_strs(_claims(self.final_text) if sro else [], 3)},\n'
             f'{_I3}"warnings": {_strs([_SELF_WARNING] if sro else [], 3)}\n{_I2}}}'
         )
         return text, len(crits), bool(loops)
 
 
 _I2, _I3, _I4, _I5, _I6, _I7 = ("  " * n for n in range(2, 8))
+_TRAINING_CHOSEN = f'{{\n{_I3}"note": {_quote(_CHOSEN)},\n{_I3}"preference": "chosen",\n{_I3}"reward": '
+_TRAINING_REJECTED = f'{{\n{_I3}"note": {_quote(_REJECTED)},\n{_I3}"preference": "rejected",\n{_I3}"reward": '
 
 
 def _strs(items: list, level: int) -> str:
@@ -736,8 +828,8 @@ def _loads(data: bytes) -> Any:
                 raise Declined("a surrogate escape")
             return json.loads(data, parse_constant=_decline_constant)
         return orjson.loads(data)
-    except (ValueError, RecursionError):  # orjson.JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise Declined("not JSON here") from None
+    except (ValueError, RecursionError) as e:  # orjson.JSONDecodeError, UnicodeDecodeError: ValueErrors
+        raise Declined("not JSON here") from e
 
 
 class _Splitter:
@@ -911,14 +1003,15 @@ class _Array:
             if opened == closed:
                 tries += 1
                 data = b"[" + buf[start : c + 1] + b"]"
+                err = None
                 try:
                     items = _loads(data)
-                except Declined:
-                    items = None
+                except Declined as d:
+                    items, err = None, d.__cause__
                 if items is not None:
                     sp.pos = c + 1
                     return items, start, c + 1
-                ended = self._array_end(data, start)
+                ended = self._array_end(data, start, err)
                 if ended is not None:
                     return ended
                 if tries >= 4:
@@ -932,17 +1025,12 @@ class _Array:
             c = prev
         return self._exact(buf, start)
 
-    def _array_end(self, data: bytes, start: int) -> tuple[list, int, int] | None:
-        """When ``data`` (``[`` + text from ``start`` + ``]``) failed because the array closed inside
-        it (the cut counted past the array's ``]``), the elements before that ``]``."""
-        try:
-            orjson.loads(data)
-        except orjson.JSONDecodeError as e:
-            if not e.msg.startswith("unexpected content after document"):
-                return None
-            pos = e.pos  # a character index
-        else:  # pragma: no cover - data failed to parse before
+    def _array_end(self, data: bytes, start: int, err: BaseException | None) -> tuple[list, int, int] | None:
+        """When ``data`` (``[`` + text from ``start`` + ``]``) failed (``err``) because the array
+        closed inside it (the cut counted past the array's ``]``), the elements before that ``]``."""
+        if not isinstance(err, orjson.JSONDecodeError) or not err.msg.startswith("unexpected content after"):
             return None
+        pos = err.pos  # a character index
         try:
             head = data.decode("utf-8")[:pos].encode("utf-8").rstrip()
         except UnicodeDecodeError:
@@ -1096,7 +1184,8 @@ class _Run:
             stored: Any = task
             if compact:  # keep the task's text (spooled, on disk past the spool's limit), not its objects
                 try:
-                    stored = spool.add(orjson.dumps(t))
+                    # a copy of exact size: orjson's bytes keep its buffer (about 4 KiB each)
+                    stored = spool.add(bytes(memoryview(orjson.dumps(t))))
                 except TypeError:  # an integer beyond 64 bits: keep the object
                     pass
             self.store.append(stored)
@@ -1147,8 +1236,8 @@ class _Run:
             old = self.row_ref[k]
             if old >= 0:
                 spool.drop(old)
-            done.row["attempts"] = self.attempts[k]  # this is the last one so far: the count so far is all
-            self.row_ref[k] = spool.add(dumps_indented(done.row, 2))
+            # this is the task's last trajectory so far: the count so far is its count
+            self.row_ref[k] = spool.add(done.row_text(self.attempts[k]))
             self.row_reward[k] = done.reward
             self.row_flags[k] = done.passed | (done.self_report_only << 1)
 
@@ -1266,8 +1355,7 @@ def _finish(run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: st
         if first:
             run._native(k, scored, f"{tid}#missing")
             per_task_warnings.append(f"task {tid!r} has no trajectory; it is scored as an empty attempt")
-        scored.row["attempts"] = n
-        run.row_ref[k] = spool.add(dumps_indented(scored.row, 2))
+        run.row_ref[k] = spool.add(scored.row_text(n))
         run.row_reward[k] = scored.reward
         run.row_flags[k] = scored.passed | (scored.self_report_only << 1)
     spool.flush()
@@ -1295,11 +1383,7 @@ def _finish(run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: st
             yield ids[n_task[i]], n_reward[i], n_flags[i]
 
     # by task, in sorted order (tools.evals._report.group_stats): counted here, written lazily
-    n_multi = n_zero = 0
-    for g in _groups(sorted_natives()):
-        if g["attempts"] >= 2:
-            n_multi += 1
-            n_zero += g["zero_variance"]
+    n_multi, n_zero = _group_counts(sorted_natives())
     passed_n = sum(f & 1 for f in n_flags)
     stats = {
         "criteria_total": sum(run.n_crit),
@@ -1340,13 +1424,10 @@ def _finish(run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: st
     def training() -> Iterator[bytes]:
         for tid, reward, f in zip(ids, run.row_reward, flags, strict=True):
             chosen = f == 1  # passed and not self-report-only
-            item = {
-                "note": _CHOSEN if chosen else _REJECTED,
-                "preference": "chosen" if chosen else "rejected",
-                "reward": reward,
-                "taskId": tid,
-            }
-            yield dumps_indented(item, 2)
+            yield (
+                (_TRAINING_CHOSEN if chosen else _TRAINING_REJECTED)
+                + f'{reward!r},\n{_I3}"taskId": {_quote(tid)}\n{_I2}}}'
+            ).encode("utf-8")
 
     small: dict[str, Any] = {
         "agent": agent if agent else {},
@@ -1366,7 +1447,7 @@ def _finish(run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: st
         "warnings": warnings,
     }
     big: dict[str, Callable[[], Iterator[bytes]]] = {
-        "by_task": lambda: (dumps_indented(g, 2) for g in _groups(sorted_natives())),
+        "by_task": lambda: (_group_text(g).encode("utf-8") for g in _groups(sorted_natives())),
         "rows": lambda: (spool.get(r) for r in run.row_ref),
         "trainingRows": training,
         "trajectories": lambda: (spool.get(run.n_ref[i]) for i in seq),
@@ -1398,6 +1479,36 @@ def _groups(natives: Iterator[tuple[str, float, int]]) -> Iterator[dict]:
         passed += f & 1
     if tid is not None:
         yield _group(tid, rewards, passed)
+
+
+def _group_counts(natives: Iterator[tuple[str, float, int]]) -> tuple[int, int]:
+    """``(groups of two or more, of which zero-variance)`` of :func:`_groups`, without building them."""
+    multi = zero = 0
+    tid: str | None = None
+    k = 0
+    lo = hi = 0.0
+    for t, reward, _ in natives:
+        if t != tid:
+            if k >= 2:
+                multi += 1
+                zero += lo == hi
+            tid, k, lo, hi = t, 0, reward, reward
+        k += 1
+        lo, hi = min(lo, reward), max(hi, reward)
+    if k >= 2:
+        multi += 1
+        zero += lo == hi
+    return multi, zero
+
+
+def _group_text(g: dict) -> str:
+    """A ``GroupStats`` dict at indent level 2, as the json module writes it."""
+    return (
+        f'{{\n{_I3}"attempts": {g["attempts"]},\n{_I3}"mean_reward": {g["mean_reward"]!r},\n'
+        f'{_I3}"pass_rate": {g["pass_rate"]!r},\n{_I3}"passed": {g["passed"]},\n'
+        f'{_I3}"reward_variance": {g["reward_variance"]!r},\n{_I3}"task_id": {_quote(g["task_id"])},\n'
+        f'{_I3}"zero_variance": {"true" if g["zero_variance"] else "false"}\n{_I2}}}'
+    )
 
 
 def _group(tid: str, rewards: list[float], passed: int) -> dict:

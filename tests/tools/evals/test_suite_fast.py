@@ -88,7 +88,7 @@ def test_trajectories_before_tasks_and_odd_task_ids(tmp_path):
     assert fast_bytes(suite, chunk=113) == model_bytes(suite)
 
 
-def test_native_template_is_the_dict_written_by_dumps_indented():
+def test_templates_are_the_dicts_written_by_dumps_indented():
     doc = generate(80, seed=9, hostile=True)
     first: dict = {}
     for t in doc["tasks"]:
@@ -99,6 +99,7 @@ def test_native_template_is_the_dict_written_by_dumps_indented():
         if tid in first:
             s = fast._Scored(first[tid], actions, artifacts, tr, True)
             assert s.native_text("sid é\x01")[0].encode() == dumps_indented(s.native("sid é\x01"), 2)
+            assert s.row_text(3) == dumps_indented({**s.row, "attempts": 3}, 2)
             n += 1
     assert n > 50
 
