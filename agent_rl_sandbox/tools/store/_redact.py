@@ -20,12 +20,19 @@ Each secret becomes ``[REDACTED:<type>]`` where ``<type>`` is a slug of the dete
 (``basic-auth-credentials``, ``private-key``, ``github-token``, ...). Counts per type are returned so
 importers and loggers can report them. Text that is already a marker is never matched again, so
 redaction is idempotent.
+
+Bulk callers (importers) go through :meth:`Redactor.value_screened`: one pass over the value's JSON text
+rules out, per pattern, what cannot match anywhere in it (a literal every match contains is absent, or the
+pattern itself finds nothing in that text when it provably would; see :func:`_requirements` and
+:func:`_escape_safe`), and only the patterns left run on the value's strings, so its output is always
+:meth:`Redactor.value`'s.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 MARKER_PREFIX = "[REDACTED:"
@@ -63,6 +70,8 @@ _ASSIGNMENT_PREFIX = r"(?:(?<=\W)|(?<=^))"
 _KEYWORD_GATE = re.compile(r"key|pw|pass|token|secret|contrase", re.IGNORECASE)
 """Every keyword-assignment pattern (detect-secrets' ``build_assignment_regex`` and ``KeywordDetector``)
 needs one of these words; text without any skips those (slowest) patterns."""
+_KEYWORD_GATE_WORDS = ("key", "pw", "pass", "token", "secret", "contrase")
+""":data:`_KEYWORD_GATE`'s words, for a lower-cased ASCII text (where ``in`` and the regex agree)."""
 _QUOTES = ("'", '"', "`")
 """detect-secrets' ``QUOTE`` class: each ``KeywordDetector`` quotes-required pattern holds a group of it at
 its top level, unquantified, so it cannot match text without one of these characters (checked per pattern
@@ -150,6 +159,174 @@ def _min_width(rx: re.Pattern[str]) -> int:
         return 0
 
 
+_ESCAPED = frozenset(range(0x20)) | {0x22, 0x5C}
+"""Code points a JSON encoder writes escaped inside a string (controls, ``"``, ``\\``): orjson and the json
+module write every other character as itself, so a run of the others in a string value appears verbatim
+in the JSON text."""
+_PROBE_ORDER = " etaoinsrhl.,-_:/dcumfpgwybv0123456789\"'()=kxjqzETAOINSRHLDCUMFPGWYBVKXJQZ"
+"""Characters from common to rare in trajectory text (a guess that only orders checks: any order is
+correct); a literal is first probed for its rarest character."""
+_Alt = tuple[str, bool]
+"""A literal every match may contain, and whether it matches case-insensitively (then lower-cased)."""
+
+
+def _rank(ch: str) -> int:
+    i = _PROBE_ORDER.find(ch)
+    return len(_PROBE_ORDER) if i < 0 else i
+
+
+def _requirements(items: Any, icase: bool) -> list[tuple[_Alt, ...]]:
+    """Necessary conditions of a parsed pattern (``re._parser`` items): each entry is a set of literals of
+    which every match contains at least one. From runs of literal characters (only ones a JSON encoder
+    never escapes) at the top level, inside groups, repeats of at least one, and alternations whose every
+    branch has one. Lookarounds, optional parts and classes give nothing (fewer conditions, never a wrong
+    one)."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    out: list[tuple[_Alt, ...]] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            text = "".join(run)
+            out.append(((text.lower() if icase else text, icase),))
+            run.clear()
+
+    for op, av in items:
+        if op is c.LITERAL and av not in _ESCAPED and av < 0x7F:
+            run.append(chr(av))
+            continue
+        close()
+        if op is c.SUBPATTERN:
+            _group, add, delete, sub = av
+            out.extend(_requirements(sub, (icase or bool(add & re.IGNORECASE)) and not delete & re.IGNORECASE))
+        elif op is c.ATOMIC_GROUP:
+            out.extend(_requirements(av, icase))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) and av[0] >= 1:
+            out.extend(_requirements(av[2], icase))
+        elif op is c.BRANCH:
+            alts: list[_Alt] = []
+            for branch in av[1]:
+                reqs = _requirements(branch, icase)
+                if not reqs:
+                    break
+                alts.extend(max(reqs, key=lambda r: min(len(t) for t, _ in r)))
+            else:
+                out.append(tuple(dict.fromkeys(alts)))
+    close()
+    return out
+
+
+def _escape_safe(items: Any) -> bool:
+    """Whether every match of a parsed pattern is a run of characters a JSON encoder writes as themselves,
+    decided without context (no anchor, boundary or lookaround): then a match inside a string value is a
+    match in the value's JSON text, and a pattern that finds nothing in that text finds nothing in any of
+    its strings. Conservative: anything not understood is unsafe."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    safe_categories = (c.CATEGORY_DIGIT, c.CATEGORY_WORD)
+    for op, av in items:
+        if op is c.LITERAL:
+            if av in _ESCAPED:
+                return False
+        elif op is c.IN:
+            for iop, iav in av:
+                if iop is c.LITERAL:
+                    if iav in _ESCAPED:
+                        return False
+                elif iop is c.RANGE:
+                    lo, hi = iav
+                    if lo < 0x20 or any(lo <= e <= hi for e in (0x22, 0x5C)):
+                        return False
+                elif iop is c.CATEGORY:
+                    if iav not in safe_categories:
+                        return False
+                else:  # NEGATE and anything else
+                    return False
+        elif op is c.SUBPATTERN:
+            if not _escape_safe(av[3]):
+                return False
+        elif op is c.ATOMIC_GROUP:
+            if not _escape_safe(av):
+                return False
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            if not _escape_safe(av[2]):
+                return False
+        elif op is c.BRANCH:
+            if not all(_escape_safe(b) for b in av[1]):
+                return False
+        else:
+            return False
+    return True
+
+
+def _mandatory_runs(items: Any, flags: int) -> list[tuple[bytes, int]]:
+    """The character-class runs every match of a parsed pattern contains: top-level (or top-level group)
+    repeats of at least :data:`_RUN_MIN` of one escape-safe class (the 20-64 character body of a token, the
+    secret value of a keyword assignment), each as a byte translation table (1 for a byte of a character
+    the class may match; every byte of a non-ASCII character when the class may match one) and the run
+    length. A run of ``n`` such characters in a string is a run of at least ``n`` marked bytes in the
+    string's UTF-8 JSON text."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    out: list[tuple[bytes, int]] = []
+    for op, av in items:
+        if op is c.SUBPATTERN and not av[1] and not av[2]:
+            out.extend(_mandatory_runs(av[3], flags))
+        elif op is c.MAX_REPEAT and av[0] >= _RUN_MIN and _escape_safe([(op, av)]):
+            body = list(av[2])
+            if len(body) == 1 and body[0][0] is c.IN:
+                out.append((_class_table(body[0][1], flags), av[0]))
+    return out
+
+
+_RUN_MIN = 16
+"""Shortest repeat :func:`_mandatory_runs` keeps (shorter runs are everywhere in text)."""
+
+
+def _class_table(items: Any, flags: int) -> bytes:
+    """``bytes.translate`` table of a parsed character class (see :func:`_mandatory_runs`): ASCII bytes by
+    ``re`` itself, non-ASCII bytes marked unless the class is plain ASCII literals and ranges matched
+    case-sensitively."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    parts, ascii_only = [], not flags & re.IGNORECASE
+    for iop, iav in items:
+        if iop is c.LITERAL:
+            parts.append(re.escape(chr(iav)))
+            ascii_only = ascii_only and iav < 0x80
+        elif iop is c.RANGE:
+            parts.append(f"{re.escape(chr(iav[0]))}-{re.escape(chr(iav[1]))}")
+            ascii_only = ascii_only and iav[1] < 0x80
+        elif iop is c.CATEGORY and iav is c.CATEGORY_DIGIT:
+            parts.append(r"\d")
+            ascii_only = False
+        elif iop is c.CATEGORY and iav is c.CATEGORY_WORD:
+            parts.append(r"\w")
+            ascii_only = False
+        else:
+            raise ValueError("not an escape-safe class")
+    cls = re.compile(f"[{''.join(parts)}]", flags & (re.IGNORECASE | re.ASCII))
+    return bytes((1 if cls.fullmatch(chr(b)) else 0) if b < 0x80 else (0 if ascii_only else 1) for b in range(256))
+
+
+@dataclass(frozen=True)
+class _Screen:
+    """What :meth:`Redactor.screen` knows of one pattern (index ``index`` of ``Redactor._flat``)."""
+
+    index: int
+    needs: int
+    lead: tuple[tuple[str, str], ...] | None
+    """Probe characters (a character and, case-insensitive, its upper case) of the most selective
+    requirement's literals (each literal's rarest character); ``None`` when the pattern has no requirement."""
+    requirements: tuple[tuple[_Alt, ...], ...]
+    """:func:`_requirements` (case-insensitive literals lower-cased)."""
+    runs: tuple[tuple[bytes, bytes], ...]
+    """(translation table, needle of marked bytes) per :func:`_mandatory_runs` run."""
+    rx: re.Pattern[str] | None
+    """The pattern itself when escape-safe (:func:`_escape_safe`): run on the JSON text last."""
+
+
 def slug(secret_type: str) -> str:
     """``'Basic Auth Credentials'`` -> ``'basic-auth-credentials'``."""
     return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
@@ -209,9 +386,130 @@ class Redactor:
         ]
         """``_by_length[n]``: the patterns (in :attr:`_flat`'s order) that can match within a text of ``n``
         characters (:func:`_min_width` at most ``n``); a text at least as long as the widest takes all."""
+        self._screens = [self._screen_of(i) for i in range(len(self._flat))] if prefilter else []
+        self._probes: list[list[tuple[str, str, tuple[int, ...]]]] = []
+        """Per gate level offered (:meth:`_spans`): (probe character, its upper case, the screens of that
+        level or below led by it), one ``in`` per distinct probe."""
+        for level in (_NO_GATE, _KEYWORD, _KEYWORD_AND_QUOTE):
+            groups: dict[tuple[str, str], list[int]] = {}
+            for s in self._screens:
+                for probe in s.lead or () if s.needs <= level else ():
+                    groups.setdefault(probe, []).append(s.index)
+            self._probes.append([(ch, upper, tuple(ix)) for (ch, upper), ix in groups.items()])
+        self._unprobed = [s.index for s in self._screens if s.lead is None]
+        self._icase: dict[str, re.Pattern[str]] = {
+            t: re.compile(re.escape(t), re.IGNORECASE)
+            for s in self._screens
+            for req in s.requirements
+            for t, icase in req
+            if icase
+        }
 
-    # -- strings -------------------------------------------------------------------------------
-    def _spans(self, text: str) -> list[tuple[int, int, str]]:
+    def _screen_of(self, index: int) -> _Screen:
+        from re import _parser  # type: ignore[attr-defined]
+
+        rx, _group, needs, _kind, _check = self._flat[index]
+        try:
+            parsed = _parser.parse(rx.pattern, rx.flags)
+            flags = parsed.state.flags
+            reqs = _requirements(parsed, bool(flags & re.IGNORECASE))
+            runs = tuple((table, b"\1" * n) for table, n in _mandatory_runs(parsed, flags))
+            safe = _escape_safe(parsed)
+        except Exception:  # noqa: BLE001 - a parser change: no knowledge, so no skipping
+            reqs, runs, safe = [], (), False
+        lead = None
+        if reqs:  # the requirement whose most common literal is rarest
+            best = max(reqs, key=lambda r: min(max(_rank(ch) for ch in t) for t, _ in r))
+            probes = dict.fromkeys((max(t, key=_rank), icase) for t, icase in best)
+            lead = tuple((ch, ch.upper() if icase else ch) for ch, icase in probes)
+        return _Screen(index, needs, lead, tuple(reqs), runs, rx if safe else None)
+
+    # -- screening -----------------------------------------------------------------------------
+    def screen(self, blob: bytes) -> list[int]:
+        """Indices (in order) of the patterns that may match a string inside a value whose JSON text (UTF-8,
+        as orjson or the json module with ``ensure_ascii=False`` write it) is ``blob``; every other pattern
+        provably matches none of its strings, since a string's characters appear verbatim in ``blob``
+        except the escaped ones (controls, ``"``, ``\\``), which no literal or run below contains. A
+        pattern is dropped when one of its necessary conditions fails on ``blob``: the keyword or quote
+        gate of :meth:`_spans` is shut (a quote inside a JSON string is written ``\\"``), a literal it
+        requires is absent (case-insensitive ones: in the lower-cased text when ``blob`` is ASCII, else by
+        ``re`` itself), a run of one character class it requires is absent, or, for an escape-safe
+        pattern, the pattern finds nothing in the text."""
+        text = blob.decode()
+        ascii_only = blob.isascii()
+        lower = blob.lower().decode() if ascii_only else None
+        if lower is not None:
+            gate = any(w in lower for w in _KEYWORD_GATE_WORDS)
+        else:
+            gate = _KEYWORD_GATE.search(text) is not None
+        quote = gate and ("'" in text or "`" in text or '\\"' in text)
+        offers = _KEYWORD_AND_QUOTE if quote else _KEYWORD if gate else _NO_GATE
+        picked = set(self._unprobed)
+        for ch, upper, indices in self._probes[offers]:
+            if ch in text or (upper != ch and (upper in text or lower is None)):
+                picked.update(indices)
+        out: list[int] = []
+        seen: dict[Any, bool] = {}  # literal or run -> present (screens share many)
+        for i in sorted(picked):
+            s = self._screens[i]
+            if s.needs > offers:
+                continue
+            ok = True
+            for run in s.runs:
+                hit = seen.get(run)
+                if hit is None:
+                    hit = seen[run] = run[1] in blob.translate(run[0])
+                if not hit:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            for req in s.requirements:
+                for alt in req:
+                    hit = seen.get(alt)
+                    if hit is None:
+                        t, icase = alt
+                        if not icase:
+                            hit = t in text
+                        elif lower is not None:
+                            hit = t in lower
+                        else:
+                            hit = self._icase[t].search(text) is not None
+                        seen[alt] = hit
+                    if hit:
+                        break
+                else:
+                    ok = False
+                    break
+            if ok and (s.rx is None or s.rx.search(text) is not None):
+                out.append(s.index)
+        return out
+
+    def value_screened(self, value: Any, counts: Counter[str] | None = None) -> tuple[Any, Counter[str]]:
+        """:meth:`value`'s result, faster on values with no secret: the value's JSON text (without the
+        top-level :data:`SKIP_KEYS` entries, which are never scanned) is screened once (:meth:`screen`) and
+        only the patterns left run on its strings. Returns ``value`` itself (not a copy) when none is left.
+        A value orjson cannot write (a lone surrogate, an integer beyond 64 bits, a non-string key) goes
+        through :meth:`value` unscreened."""
+        counts = Counter() if counts is None else counts
+        if not self._prefilter:
+            return self.value(value, counts)
+        try:
+            import orjson
+
+            top = {k: v for k, v in value.items() if k not in SKIP_KEYS} if isinstance(value, dict) else value
+            blob = orjson.dumps(top)
+        except (ImportError, TypeError, ValueError):
+            return self.value(value, counts)
+        left = self.screen(blob)
+        if not left:
+            return value, counts
+        if len(left) == len(self._flat):
+            return self.value(value, counts)
+        flat = [self._flat[i] for i in left]
+        return self._walk(value, counts, flat), counts
+
+    def _spans(self, text: str, flat: list | None = None) -> list[tuple[int, int, str]]:
         spans: list[tuple[int, int, str]] = []
         # Preconditions no match can lack (see _KEYWORD_GATE, _QUOTES): the level a pattern needs
         # is above what the text offers, so its search would find nothing.
@@ -219,7 +517,8 @@ class Redactor:
         if offers is _NO_GATE and _KEYWORD_GATE.search(text) is not None:
             offers = _KEYWORD_AND_QUOTE if any(q in text for q in _QUOTES) else _KEYWORD
         n = len(text)
-        flat = self._by_length[n] if self._prefilter and n < len(self._by_length) else self._flat
+        if flat is None:
+            flat = self._by_length[n] if self._prefilter and n < len(self._by_length) else self._flat
         for rx, group, needs, kind, check in flat:
             if needs > offers:
                 continue
@@ -251,12 +550,13 @@ class Redactor:
                 spans.append((start, end, kind))
         return spans
 
-    def text(self, text: str) -> tuple[str, Counter[str]]:
-        """``text`` with every secret replaced by its marker, and the count of secrets per type."""
+    def text(self, text: str, flat: list | None = None) -> tuple[str, Counter[str]]:
+        """``text`` with every secret replaced by its marker, and the count of secrets per type (``flat``:
+        only those patterns, for :meth:`value_screened`)."""
         counts: Counter[str] = Counter()
         if not text or len(text) < 8:
             return text, counts
-        spans = self._spans(text)
+        spans = self._spans(text, flat)
         if not spans:
             return text, counts
         # Longest first at equal starts, then drop spans inside an already kept span.
@@ -284,19 +584,19 @@ class Redactor:
         counts = Counter() if counts is None else counts
         return self._walk(value, counts), counts
 
-    def _walk(self, value: Any, counts: Counter[str]) -> Any:
+    def _walk(self, value: Any, counts: Counter[str], flat: list | None = None) -> Any:
         if isinstance(value, str):
             if len(value) < 8:
                 return value
-            new, c = self.text(value)
+            new, c = self.text(value, flat)
             if c:
                 counts.update(c)
             return new
         if isinstance(value, dict):
             return {
-                k: (v if k in SKIP_KEYS or v is None or v.__class__ in _SCALARS else self._walk(v, counts))
+                k: (v if k in SKIP_KEYS or v is None or v.__class__ in _SCALARS else self._walk(v, counts, flat))
                 for k, v in value.items()
             }
         if isinstance(value, list | tuple):
-            return [v if v.__class__ in _SCALARS else self._walk(v, counts) for v in value]
+            return [v if v.__class__ in _SCALARS else self._walk(v, counts, flat) for v in value]
         return value
