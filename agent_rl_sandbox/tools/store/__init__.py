@@ -3,10 +3,11 @@
 Public surface::
 
     Store(url)                    open SQLite (WAL) or PostgreSQL, migrate to the head revision; holds
-      .trajectories               TrajectoryRepository: start, log_steps, finish, get, list, iter_summaries...
+      .trajectories               TrajectoryRepository: start, log_steps, finish, import_trajectory, get, list...
       .sandboxes                  SandboxRepository: add, get, update, list -> SandboxRecord
       .hook_events                HookEventRepository: transaction(session_id) -> HookEventTx
-    SandboxRecord, PendingEvent, AppendResult    typed records the repositories return
+    SandboxRecord, PendingEvent, AppendResult, BulkResult    typed records the repositories return
+    StepRejected, TrajectoryExists    a bulk-imported step that cannot be stored; a bulk import's id is taken
     StoreError, OUTCOMES, new_id, utcnow, normalise_time
     Redactor                      detect-secrets based redaction ([REDACTED:<type>] markers), loaded lazily
     step_problems, unanswered_calls   structural rules every stored step obeys
@@ -25,7 +26,15 @@ from agent_rl_sandbox.tools.store._hook_events import HookEventRepository, HookE
 from agent_rl_sandbox.tools.store._integrity import step_problems, unanswered_calls
 from agent_rl_sandbox.tools.store._sandboxes import SandboxRecord, SandboxRepository
 from agent_rl_sandbox.tools.store._store import Store
-from agent_rl_sandbox.tools.store._trajectories import OUTCOMES, AppendResult, TrajectoryRepository, unknown_trajectory
+from agent_rl_sandbox.tools.store._trajectories import (
+    OUTCOMES,
+    AppendResult,
+    BulkResult,
+    StepRejected,
+    TrajectoryExists,
+    TrajectoryRepository,
+    unknown_trajectory,
+)
 
 
 def __getattr__(name: str):
@@ -39,15 +48,18 @@ def __getattr__(name: str):
 __all__ = [
     "OUTCOMES",
     "AppendResult",
+    "BulkResult",
     "HookEventRepository",
     "HookEventTx",
     "PendingEvent",
     "Redactor",
     "SandboxRecord",
     "SandboxRepository",
+    "StepRejected",
     "Store",
     "StoreError",
     "unknown_trajectory",
+    "TrajectoryExists",
     "TrajectoryRepository",
     "new_id",
     "normalise_time",

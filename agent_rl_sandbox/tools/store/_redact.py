@@ -21,11 +21,11 @@ Each secret becomes ``[REDACTED:<type>]`` where ``<type>`` is a slug of the dete
 importers and loggers can report them. Text that is already a marker is never matched again, so
 redaction is idempotent.
 
-Bulk callers (importers) go through :meth:`Redactor.value_screened`: one pass over the value's JSON text
-rules out, per pattern, what cannot match anywhere in it (a literal every match contains is absent, or the
-pattern itself finds nothing in that text when it provably would; see :func:`_requirements` and
-:func:`_escape_safe`), and only the patterns left run on the value's strings, so its output is always
-:meth:`Redactor.value`'s.
+Bulk callers (importers) go through :meth:`Redactor.value_screened`: one screen of all the strings of a
+value together rules out, per pattern, what cannot match in any of them (a literal or character-class run
+every match contains is absent, or the pattern itself finds nothing where it provably would; see
+:func:`_requirements`, :func:`_mandatory_runs` and :func:`_escape_safe`), and only the patterns left run
+on each string, so its output is always :meth:`Redactor.value`'s.
 """
 
 from __future__ import annotations
@@ -310,6 +310,23 @@ def _class_table(items: Any, flags: int) -> bytes:
     return bytes((1 if cls.fullmatch(chr(b)) else 0) if b < 0x80 else (0 if ascii_only else 1) for b in range(256))
 
 
+def _scanned(value: Any, out: list[str]) -> None:
+    """Append to ``out`` every string of ``value`` that :meth:`Redactor.value` passes to
+    :meth:`Redactor.text` (the same walk: dict keys in :data:`SKIP_KEYS` and strings under 8 characters
+    left out)."""
+    if isinstance(value, str):
+        if len(value) >= 8:
+            out.append(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k not in SKIP_KEYS and v is not None and v.__class__ not in _SCALARS:
+                _scanned(v, out)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            if v.__class__ not in _SCALARS:
+                _scanned(v, out)
+
+
 @dataclass(frozen=True)
 class _Screen:
     """What :meth:`Redactor.screen` knows of one pattern (index ``index`` of ``Redactor._flat``)."""
@@ -425,24 +442,23 @@ class Redactor:
         return _Screen(index, needs, lead, tuple(reqs), runs, rx if safe else None)
 
     # -- screening -----------------------------------------------------------------------------
-    def screen(self, blob: bytes) -> list[int]:
-        """Indices (in order) of the patterns that may match a string inside a value whose JSON text (UTF-8,
-        as orjson or the json module with ``ensure_ascii=False`` write it) is ``blob``; every other pattern
-        provably matches none of its strings, since a string's characters appear verbatim in ``blob``
-        except the escaped ones (controls, ``"``, ``\\``), which no literal or run below contains. A
-        pattern is dropped when one of its necessary conditions fails on ``blob``: the keyword or quote
-        gate of :meth:`_spans` is shut (a quote inside a JSON string is written ``\\"``), a literal it
-        requires is absent (case-insensitive ones: in the lower-cased text when ``blob`` is ASCII, else by
-        ``re`` itself), a run of one character class it requires is absent, or, for an escape-safe
-        pattern, the pattern finds nothing in the text."""
-        text = blob.decode()
+    def screen(self, text: str) -> list[int]:
+        """Indices (in order) of the patterns that may match in some string of a value whose scanned
+        strings, joined with newlines, are ``text`` (:meth:`_scanned`); every other pattern provably
+        matches none of them. A pattern is dropped when one of its necessary conditions fails on ``text``:
+        the keyword or quote gate of :meth:`_spans` is shut, a literal it requires is absent
+        (case-insensitive ones: in the lower-cased text when it is ASCII, else by ``re`` itself), a run of
+        one character class it requires is absent, or, for an escape-safe pattern (no anchor, boundary or
+        lookaround, never a control character, so a match in one string is a match in ``text``), the
+        pattern finds nothing in ``text``."""
+        blob = text.encode("utf-8", "surrogatepass")
         ascii_only = blob.isascii()
         lower = blob.lower().decode() if ascii_only else None
         if lower is not None:
             gate = any(w in lower for w in _KEYWORD_GATE_WORDS)
         else:
             gate = _KEYWORD_GATE.search(text) is not None
-        quote = gate and ("'" in text or "`" in text or '\\"' in text)
+        quote = gate and any(q in text for q in _QUOTES)
         offers = _KEYWORD_AND_QUOTE if quote else _KEYWORD if gate else _NO_GATE
         picked = set(self._unprobed)
         for ch, upper, indices in self._probes[offers]:
@@ -455,15 +471,6 @@ class Redactor:
             if s.needs > offers:
                 continue
             ok = True
-            for run in s.runs:
-                hit = seen.get(run)
-                if hit is None:
-                    hit = seen[run] = run[1] in blob.translate(run[0])
-                if not hit:
-                    ok = False
-                    break
-            if not ok:
-                continue
             for req in s.requirements:
                 for alt in req:
                     hit = seen.get(alt)
@@ -481,27 +488,31 @@ class Redactor:
                 else:
                     ok = False
                     break
+            if not ok:
+                continue
+            for run in s.runs:
+                hit = seen.get(run)
+                if hit is None:
+                    hit = seen[run] = run[1] in blob.translate(run[0])
+                if not hit:
+                    ok = False
+                    break
             if ok and (s.rx is None or s.rx.search(text) is not None):
                 out.append(s.index)
         return out
 
     def value_screened(self, value: Any, counts: Counter[str] | None = None) -> tuple[Any, Counter[str]]:
-        """:meth:`value`'s result, faster on values with no secret: the value's JSON text (without the
-        top-level :data:`SKIP_KEYS` entries, which are never scanned) is screened once (:meth:`screen`) and
-        only the patterns left run on its strings. Returns ``value`` itself (not a copy) when none is left.
-        A value orjson cannot write (a lone surrogate, an integer beyond 64 bits, a non-string key) goes
-        through :meth:`value` unscreened."""
+        """:meth:`value`'s result, faster on values with no secret: the strings :meth:`value` would scan
+        are screened together once (:meth:`screen`) and only the patterns left run on each of them.
+        Returns ``value`` itself (not a copy) when none is left."""
         counts = Counter() if counts is None else counts
         if not self._prefilter:
             return self.value(value, counts)
-        try:
-            import orjson
-
-            top = {k: v for k, v in value.items() if k not in SKIP_KEYS} if isinstance(value, dict) else value
-            blob = orjson.dumps(top)
-        except (ImportError, TypeError, ValueError):
-            return self.value(value, counts)
-        left = self.screen(blob)
+        found: list[str] = []
+        _scanned(value, found)
+        if not found:
+            return value, counts
+        left = self.screen("\n".join(found))
         if not left:
             return value, counts
         if len(left) == len(self._flat):

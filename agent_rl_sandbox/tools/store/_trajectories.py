@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -76,6 +77,72 @@ class AppendResult:
     created: list[bool]
     redactions: Counter[str] = field(default_factory=Counter)
     step_count: int = 0
+
+
+class StepRejected(StoreError):
+    """A step of a bulk import that cannot be stored (:meth:`TrajectoryRepository.import_trajectory`):
+    ``index`` is its 0-based position in the batch, ``field`` the dotted path of the offending field in
+    the step (``tool_calls[0].arguments``; ``None`` for the step as a whole), ``reason`` the sentence.
+    Nothing was written."""
+
+    def __init__(self, index: int, field: str | None, reason: str):
+        self.index, self.field, self.reason = index, field, reason
+        where = f" at {field}" if field else ""
+        super().__init__(f"step {index + 1} is malformed{where}: {reason}", "fix the step; nothing was written")
+
+
+class TrajectoryExists(StoreError):
+    """:meth:`TrajectoryRepository.import_trajectory` found its session id taken (by a concurrent import
+    of the same file, which stored the whole trajectory: imports are one transaction each)."""
+
+
+@dataclass
+class BulkResult:
+    """What :meth:`TrajectoryRepository.import_trajectory` stored: the number of steps and the secrets
+    redacted in them (as :attr:`AppendResult.redactions`; meta and final message are redacted uncounted,
+    as :meth:`TrajectoryRepository.start` and :meth:`TrajectoryRepository.finish` do)."""
+
+    steps: int
+    redactions: Counter[str]
+
+
+_FLOAT_FORMS = re.compile(r"[:,\[]-?(?:0\.0000|[0-9][0-9.]*e-)")
+"""A number token pydantic's JSON writer may write otherwise than the json module (floats below 1e-4:
+``0.00001`` / ``1e-7`` where json writes ``1e-05`` / ``1e-07``); the only difference between the two for
+a validated step, so text without it is byte for byte ``json.dumps(step.model_dump(mode="json"))``.
+Text inside a string that looks like one only costs the slower exact path."""
+
+
+def _loc(loc: Sequence[Any]) -> str | None:
+    """A pydantic error location as a dotted path (``tool_calls[0].arguments``)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or None
+
+
+def _bad_text(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first string in ``value`` that is not valid Unicode (a lone surrogate, which
+    JSON text can carry as ``\\ud800`` but no database text column can store)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "$"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        sub = f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else str(k))
+        if isinstance(k, str) and _bad_text(k) is not None:
+            return sub
+        found = _bad_text(v, sub)
+        if found is not None:
+            return found
+    return None
+
+
+_BULK_ROWS = 5000
+"""Step rows per ``executemany`` of a bulk import (bounds one statement's parameter list)."""
 
 
 class TrajectoryRepository:
@@ -569,6 +636,136 @@ class TrajectoryRepository:
                 res.redactions = counts
                 return res
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- bulk import --------------------------------------------------------------------------
+    def _prepare_bulk(self, items: Sequence[dict[str, Any]], *, redact: bool) -> tuple[list[tuple], Counter[str]]:
+        """Validate, redact and serialise every step once, before anything is written: per step
+        ``(client_step_id, provenance, timestamp JSON, the rest of the step's JSON)``. The stored text is
+        what :meth:`log_steps` writes for the same step (``keep_absent_timestamps``), byte for byte.
+        Raises :class:`StepRejected` for the first step that cannot be stored."""
+        from pydantic import ValidationError
+        from pydantic_core import PydanticSerializationError
+
+        counts: Counter[str] = Counter()
+        out: list[tuple] = []
+        screened = self.redactor.value_screened if redact else None
+        exclude = {"step_id", "timestamp"}
+        for i, item in enumerate(items):
+            data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
+            if screened is not None:
+                data, c = screened(data)
+                if c:
+                    counts.update(c)
+            try:
+                step = Step.model_validate(data)
+            except ValidationError as e:
+                err = e.errors(include_url=False, include_input=False)[0]
+                raise StepRejected(i, _loc(err["loc"]), err["msg"]) from None
+            problems = step_problems(step)
+            if problems:
+                raise StepRejected(i, None, "; ".join(problems))
+            try:
+                rest = step.model_dump_json(exclude_none=True, exclude=exclude)
+            except PydanticSerializationError:
+                bad = _bad_text(data)
+                raise StepRejected(i, bad, "text is not valid Unicode (a lone surrogate)") from None
+            if _FLOAT_FORMS.search(rest):
+                rest = json.dumps(
+                    step.model_dump(mode="json", exclude_none=True, exclude=exclude),
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+            ts = json.dumps(step.timestamp, ensure_ascii=False)
+            out.append((step.client_step_id, step.provenance, ts, rest))
+        return out, counts
+
+    def import_trajectory(
+        self,
+        *,
+        session_id: str,
+        steps_in: Sequence[dict[str, Any]],
+        agent: AgentInfo | dict | None = None,
+        task_id: str | None = None,
+        behaviour: str | None = None,
+        split: str | None = None,
+        origin: str | None = None,
+        external_id: str | None = None,
+        meta: dict | None = None,
+        parent_session_id: str | None = None,
+        created_at: str | None = None,
+        final_message: str | None = None,
+        finished_at: str | None = None,
+        redact: bool = True,
+    ) -> BulkResult:
+        """Store a whole finished trajectory in one transaction: what :meth:`start`, :meth:`log_steps`
+        (``keep_absent_timestamps``) and :meth:`finish` store for the same arguments, written at once.
+
+        Every step is validated, redacted and serialised first (once each; redaction through
+        :meth:`~._redact.Redactor.value_screened`), so a bad step raises :class:`StepRejected` having
+        written nothing; then the trajectory row (already finished) and all steps (one ``executemany``)
+        commit together: a crash leaves the whole trajectory or none of it. Steps are numbered 1..n in
+        order; a ``client_step_id`` repeated in ``steps_in`` raises :class:`StepRejected`. Raises
+        :class:`StoreError` for an unknown ``parent_session_id``, :class:`TrajectoryExists` for a taken
+        ``session_id`` (a concurrent import of the same file) and ``ValueError`` for a time that is not
+        ISO 8601."""
+        prepared, counts = self._prepare_bulk(steps_in, redact=redact)
+        seen: set[str] = set()
+        for i, (cid, *_rest) in enumerate(prepared):
+            if cid is not None:
+                if cid in seen:
+                    raise StepRejected(i, "client_step_id", f"{cid!r} repeats an earlier step of the batch")
+                seen.add(cid)
+        agent_info = agent if isinstance(agent, AgentInfo) else AgentInfo(**(agent or {}))
+        if meta and redact:  # as start() and finish() do (their counts are not reported either)
+            meta, _ = self.redactor.value(meta)
+        if final_message and redact:
+            final_message, _ = self.redactor.text(final_message)
+        row = self._new_row(
+            session_id,
+            agent_info,
+            task_id=task_id,
+            behaviour=behaviour,
+            split=split,
+            sandbox_id=None,
+            parent_session_id=parent_session_id,
+            origin=origin,
+            external_id=external_id,
+            meta=meta,
+            created_at=normalise_time(created_at) if created_at else None,
+        )
+        row.update(
+            status="finished",
+            step_count=len(prepared),
+            finished_at=normalise_time(finished_at) if finished_at else utcnow(),
+            final_message=final_message,
+            reward=None,
+            passed=None,
+            self_report_only=None,
+            reward_components_json=json.dumps({}, sort_keys=True),
+            score_json=None,
+        )
+        rows = [
+            {
+                "session_id": session_id,
+                "step_id": n,
+                "client_step_id": cid,
+                "provenance": prov,
+                "data_json": f'{{"step_id":{n},"timestamp":{ts}{"," if rest != "{}" else ""}{rest[1:]}',
+            }
+            for n, (cid, prov, ts, rest) in enumerate(prepared, 1)
+        ]
+        try:
+            with self._tx() as conn:
+                if parent_session_id is not None:
+                    self._row(conn, parent_session_id)
+                conn.execute(insert(trajectories).values(**row))
+                for i in range(0, len(rows), _BULK_ROWS):
+                    conn.execute(insert(steps), rows[i : i + _BULK_ROWS])
+        except IntegrityError:
+            if self.exists(session_id):
+                raise TrajectoryExists(f"trajectory {session_id} is already stored", "nothing to do") from None
+            raise
+        return BulkResult(steps=len(rows), redactions=counts)
 
     def append_steps(self, session_id: str, new_steps: list[dict[str, Any]]) -> list[Step]:
         """Append steps atomically; returns the stored steps (see :meth:`log_steps`)."""

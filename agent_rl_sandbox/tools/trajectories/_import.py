@@ -30,6 +30,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,11 +41,13 @@ from agent_rl_sandbox.tools._gc import paused_gc
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats import content_text
 from agent_rl_sandbox.tools.formats.atif import DOCUMENT_FIELDS, AtifCall, decode_arguments, read_document
-from agent_rl_sandbox.tools.store import TrajectoryRepository
+from agent_rl_sandbox.tools.store import StepRejected, TrajectoryExists, TrajectoryRepository
 
 IMPORT_FORMATS = ("atif", "claude_code", "codex", "openai_chat")
 CHUNK = 1000
-"""Steps written per transaction."""
+"""Steps written per transaction when an interrupted import resumes (a new trajectory is one transaction)."""
+_AT_LINE: ContextVar[int | None] = ContextVar("_AT_LINE", default=None)
+"""The file line the parser is reading (each step records where it came from)."""
 
 TaskLookup = Callable[[str], tuple[str | None, str | None] | None]
 """``task_id -> (behaviour, split)`` from the task registry, ``None`` for an unknown task."""
@@ -73,10 +76,18 @@ class _Traj:
     """The session's first and last event times (what ``created_at``/``finished_at`` become)."""
     last_raw: Any = None
     """The last time value seen (consecutive lines and steps repeat it: parsed once)."""
+    sources: list[tuple[int | None, str | None]] = field(default_factory=list)
+    """Per finalised step: the file line and JSON path it came from (what a rejected step's error names)."""
 
     # builders
     def add(self, source: str, message: str, ts: Any = None, **extra: Any) -> dict:
-        step: dict[str, Any] = {"source": source, "message": message, "extra": extra, "_results": {}}
+        step: dict[str, Any] = {
+            "source": source,
+            "message": message,
+            "extra": extra,
+            "_results": {},
+            "_src": (_AT_LINE.get(), None),
+        }
         if isinstance(ts, str) and ts:
             step["timestamp"] = ts
             _track_time(self, ts)
@@ -122,6 +133,7 @@ class _Traj:
         out, missing = [], 0
         for i, step in enumerate(self.steps):
             results = step.pop("_results")
+            self.sources.append(step.pop("_src", (None, None)))
             step.pop("_closed", None)
             ordered = step.pop("_observation", None)
             calls = step.get("tool_calls") or []
@@ -331,6 +343,7 @@ def _atif_doc(raw: Any, line: int, ctx: _Ctx, index: int) -> _Traj | None:
         if rl.get("reward") is not None:
             sext["claimed_reward"] = rl["reward"]
         step = t.add(s.source, s.message, s.timestamp, **sext)
+        step["_src"] = (line, p)
         if s.metrics is not None:
             step["metrics"] = s.metrics
         for k in ("exit_code", "state_ref"):
@@ -546,6 +559,7 @@ def _parse_claude_code(data: bytes, ctx: _Ctx, path: Path | None = None) -> list
     spawned: dict[str, str] = {}  # agentId -> tool_use_id of the spawning call (from toolUseResult)
     session_id: str | None = None
     for n, obj in _lines(data, ctx):
+        _AT_LINE.set(n)
         if not isinstance(obj, dict):
             ctx.problem(n, f"line is a JSON {type(obj).__name__}, not an object; skipped")
             continue
@@ -716,6 +730,7 @@ def _codex_records(data: bytes, ctx: _Ctx) -> list[tuple[int, str | None, dict, 
     and bare meta line are given their modern type."""
     out = []
     for n, obj in _lines(data, ctx):
+        _AT_LINE.set(n)
         if not isinstance(obj, dict):
             ctx.problem(n, f"line is a JSON {type(obj).__name__}, not an object; skipped")
             continue
@@ -853,6 +868,7 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
     records = _codex_records(data, ctx)
     twins = _codex_twins(records)
     for n, typ, payload, ts in records:
+        _AT_LINE.set(n)
         _track_time(t, ts)
         if typ == "session_meta":
             if isinstance(payload.get("id"), str):
@@ -938,6 +954,7 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
 def _parse_openai_chat(data: bytes, ctx: _Ctx, file_sha: str) -> list[_Traj]:
     out = []
     for n, obj in _lines(data, ctx):
+        _AT_LINE.set(n)
         if not isinstance(obj, dict):
             ctx.problem(n, f"line is a JSON {type(obj).__name__}, not an object; skipped")
             continue
@@ -1236,6 +1253,16 @@ def _import_data(
     return report
 
 
+def _final_message(store: TrajectoryRepository, t: _Traj, steps: list[dict], redactions: Counter) -> str | None:
+    """The trajectory's final message (the file's own, else the last agent message), redacted."""
+    final = next((s["message"] for s in reversed(steps) if s["source"] == "agent" and s["message"]), None)
+    final = t.meta.get("final_message") or final
+    if final:
+        final, c = store.redactor.text(final)
+        redactions.update(c)
+    return final
+
+
 def _store_one(
     store: TrajectoryRepository,
     t: _Traj,
@@ -1311,9 +1338,11 @@ def _store_one(
             parent = spawner
         agent, c = store.redactor.value(t.agent)
         redactions.update(c)
-        try:
-            store.start(
+        final = _final_message(store, t, steps, redactions)
+        try:  # the whole trajectory in one transaction: a bad step or a crash leaves nothing of it
+            bulk = store.import_trajectory(
                 session_id=sid,
+                steps_in=steps,
                 agent=agent,
                 task_id=t.task_id,
                 behaviour=behaviour,
@@ -1323,20 +1352,37 @@ def _store_one(
                 meta=meta,
                 parent_session_id=parent,
                 created_at=_iso(t.first_at or _parse_time(claimed_times.get("_claimed_created_at"))),
+                final_message=final,
+                finished_at=_iso(t.last_at or _parse_time(claimed_times.get("_claimed_finished_at"))),
             )
-        except Exception:  # noqa: BLE001 - a concurrent import of the same file created it first
-            if not store.exists(sid):
-                raise
-    written = 0
+        except StepRejected as e:
+            line, where = t.sources[e.index] if e.index < len(t.sources) else (None, None)
+            field_ = f" (stored field {e.field})" if e.field else ""
+            report.problems.append(
+                ImportProblem(
+                    file=str(path),
+                    line=line if line is not None else t.line,
+                    path=where,
+                    message=f"step {e.index + 1} of trajectory {t.key!r} cannot be stored{field_}: {e.reason}; "
+                    "the trajectory is not imported (nothing of it written)",
+                )
+            )
+            return
+        except TrajectoryExists:  # a concurrent import of the same file stored it first (whole: one transaction)
+            report.already_imported.append(sid)
+            return
+        redactions.update(bulk.redactions)
+        report.steps += bulk.steps
+        report.trajectories.append(sid)
+        if t.meta.get("subagent"):
+            report.subagents.append(sid)
+        return
+    written = 0  # an interrupted import of an older release resumes: client step ids skip what is stored
     for i in range(0, len(steps), CHUNK):
         res = store.log_steps(sid, steps[i : i + CHUNK], keep_absent_timestamps=True)
         redactions.update(res.redactions)
         written += sum(res.created)
-    final = next((s["message"] for s in reversed(steps) if s["source"] == "agent" and s["message"]), None)
-    final = t.meta.get("final_message") or final
-    if final:
-        final, c = store.redactor.text(final)
-        redactions.update(c)
+    final = _final_message(store, t, steps, redactions)
     store.finish(
         sid, final_message=final, finished_at=_iso(t.last_at or _parse_time(claimed_times.get("_claimed_finished_at")))
     )

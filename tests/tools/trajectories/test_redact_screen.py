@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_rl_sandbox.tools.store._redact import _ESCAPED, Redactor
+from agent_rl_sandbox.tools.store._redact import Redactor
 from tests.tools.trajectories import test_redact_prefilter as pre
 from tests.tools.trajectories import test_trajectories_redact as cases
 
@@ -118,14 +117,7 @@ def test_screen_agrees_on_real_samples_with_and_without_planted_secrets():
             _same(_plant(v, secret, 3 + i % 4, [0]))
 
 
-def test_what_orjson_escapes_is_what_the_screen_assumes():
-    # The screen's premise: orjson writes every character of a string as itself except these.
-    for cp in list(range(0x300)) + [0x2028, 0x2029, 0x212A, 0xFEFF, 0x1F600]:
-        ch = chr(cp)
-        assert (orjson.dumps(ch) != b'"' + ch.encode() + b'"') == (cp in _ESCAPED), hex(cp)
-
-
-def test_values_orjson_cannot_write_go_through_the_full_walk():
+def test_lone_surrogates_big_integers_and_odd_keys():
     for v in [{"message": "\ud800 password = 'hunter2hunter2'"}, {"n": 2**70, "m": "AKIAIOSFODNN7EXAMPLE"}, {1: "x"}]:
         assert FAST.value_screened(v) == FULL.value(v)
 

@@ -1,0 +1,178 @@
+"""issue 16, bulk import: each new trajectory is stored by ``import_trajectory`` in one transaction (steps
+validated, redacted and serialised once, the redaction screened, one ``executemany``). The same report and
+byte-identical rows as the step-by-step path (start, ``log_steps`` in chunks, finish) on every import
+fixture; a bad record is an error naming file, line and JSON path, and nothing of its trajectory is
+written, however far into the file it is; memory does not grow with the steps already written."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+import agent_rl_sandbox.tools.trajectories._import as importer
+from agent_rl_sandbox.tools.store import Store, TrajectoryRepository
+from agent_rl_sandbox.tools.store._schema import steps as steps_table
+from agent_rl_sandbox.tools.store._schema import trajectories
+from agent_rl_sandbox.tools.trajectories import import_file
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "imports"
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _step_by_step(self: TrajectoryRepository, *, session_id, steps_in, final_message, finished_at, **kw):
+    """The import path before issue 16: start, log_steps per CHUNK, finish (the reference)."""
+    from agent_rl_sandbox.tools.store import BulkResult
+
+    self.start(session_id=session_id, **kw)
+    counts, n = None, 0
+    for i in range(0, len(steps_in), importer.CHUNK):
+        res = self.log_steps(session_id, steps_in[i : i + importer.CHUNK], keep_absent_timestamps=True)
+        counts = res.redactions if counts is None else counts + res.redactions
+        n += sum(res.created)
+    self.finish(session_id, final_message=final_message, finished_at=finished_at)
+    return BulkResult(steps=n, redactions=counts or type(res.redactions)())
+
+
+def _dump(url: str) -> tuple[list, list]:
+    store = Store(url)
+    try:
+        with store.engine.connect() as conn:
+            trajs = [dict(r) for r in conn.execute(select(trajectories).order_by(trajectories.c.session_id)).mappings()]
+            rows = [
+                tuple(r)
+                for r in conn.execute(
+                    select(
+                        steps_table.c.session_id,
+                        steps_table.c.step_id,
+                        steps_table.c.client_step_id,
+                        steps_table.c.provenance,
+                        steps_table.c.data_json,
+                    ).order_by(steps_table.c.session_id, steps_table.c.step_id)
+                )
+            ]
+    finally:
+        store.close()
+    for t in trajs:
+        if t["meta_json"]:  # the file path differs between the two homes
+            meta = json.loads(t["meta_json"])
+            meta.pop("file", None)
+            t["meta_json"] = json.dumps(meta, sort_keys=True)
+    return trajs, rows
+
+
+FILES = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.json*") if not p.name.endswith(".meta.json"))
+
+
+def test_bulk_import_stores_byte_for_byte_what_the_step_by_step_path_stored(tmp_path, monkeypatch):
+    assert len(FILES) >= 8
+    reports = {}
+    for side in ("bulk", "steps"):
+        home = tmp_path / side
+        home.mkdir()
+        if side == "steps":
+            monkeypatch.setattr(TrajectoryRepository, "import_trajectory", _step_by_step)
+        store = Store(f"sqlite:///{home}/store.db")
+        try:
+            reports[side] = [
+                import_file(store.trajectories, FIXTURES / rel).model_dump(exclude={"file"}) for rel in FILES
+            ]
+        finally:
+            store.close()
+        monkeypatch.undo()
+    assert reports["bulk"] == reports["steps"]
+    assert any(r["steps"] for r in reports["bulk"])
+    bulk, steps = _dump(f"sqlite:///{tmp_path}/bulk/store.db"), _dump(f"sqlite:///{tmp_path}/steps/store.db")
+    for t in bulk[0] + steps[0]:  # times the store takes at write (no time in the file) differ by run
+        t.pop("created_at") if t["created_at"] > "2026-12" else None
+        t.pop("finished_at") if (t["finished_at"] or "") > "2026-12" else None
+    assert bulk == steps
+
+
+def _atif(n: int, bad_at: int | None = None, bad: dict | None = None) -> dict:
+    steps = [{"step_id": 1, "source": "user", "message": "fix it"}]
+    for i in range(1, n):
+        s = {
+            "step_id": i + 1,
+            "source": "agent",
+            "message": f"attempt {i}" + (f" {SECRET}" if i == 3 else ""),
+            "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "bash", "arguments": {"cmd": f"pytest -k {i}"}}],
+            "observation": {"results": [{"source_call_id": f"c{i}", "content": f"{i} passed"}]},
+        }
+        if i == bad_at:
+            s.update(bad or {})
+        steps.append(s)
+    return {"schema_version": "ATIF-v1.5", "session_id": "s1", "agent": {"name": "a", "version": "1"}, "steps": steps}
+
+
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ({"extra": {"exit_code": "three"}}, "exit_code"),
+        ({"message": "lone \ud800 surrogate"}, "not valid Unicode"),
+    ],
+)
+def test_a_bad_record_late_in_a_file_names_where_and_writes_nothing(store, tmp_path, bad, what):
+    n, bad_at = 2600, 2500  # past the old CHUNK: the step-by-step path had committed 2,000 steps by then
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_atif(3)))
+    path = tmp_path / "t.jsonl"  # JSON Lines of ATIF documents: the bad one on line 2
+    path.write_text(json.dumps(_atif(5)) + "\n" + json.dumps(_atif(n, bad_at, bad)) + "\n")
+    report = import_file(store.trajectories, path)
+    errors = [p for p in report.problems if p.severity == "error"]
+    assert len(errors) == 1, report.problems
+    e = errors[0]
+    assert (e.file, e.line, e.path) == (str(path), 2, f"$.steps[{bad_at}]")
+    assert f"step {bad_at + 1}" in e.message and what in e.message and "nothing of it written" in e.message
+    assert report.steps == 5 and len(report.trajectories) == 1  # the good document on line 1 imported
+    listed, total = store.trajectories.list(limit=10)
+    assert total == 1 and listed[0].step_count == 5
+    assert SECRET not in store.trajectories.get(listed[0].session_id).model_dump_json()
+
+
+def test_a_bad_step_in_a_line_format_names_its_line(store, tmp_path, monkeypatch):
+    # Importers build valid steps from any line a format allows; a step the store still refuses (here one
+    # made unstorable after parsing) is reported at the line it came from.
+    lines = [{"timestamp": "2026-11-29T10:00:00Z", "type": "session_meta", "payload": {"id": "x", "cwd": "/w"}}]
+    for i in range(4):
+        for p in (
+            {"type": "function_call", "name": "shell", "call_id": f"c{i}", "arguments": '{"command": ["ls"]}'},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": "ok"},
+        ):
+            lines.append({"timestamp": "2026-11-29T10:00:01Z", "type": "response_item", "payload": p})
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    finalise = importer._Traj.finalise
+
+    def spoil(self):
+        out, missing = finalise(self)
+        out[2]["exit_code"] = "not a number"
+        return out, missing
+
+    monkeypatch.setattr(importer._Traj, "finalise", spoil)
+    report = import_file(store.trajectories, path)
+    (e,) = [p for p in report.problems if p.severity == "error"]
+    assert e.line == 6 and "step 3" in e.message and "exit_code" in e.message  # the third call's line
+    assert store.trajectories.list()[1] == 0
+
+
+def test_memory_does_not_grow_with_what_is_already_written(tmp_path):
+    """The screen and the writer keep nothing per step once written: importing N then 4N steps, the
+    traced peak grows with the file (parsed document, prepared rows), not beyond 4x plus a margin."""
+    peaks = []
+    for n in (500, 2000):
+        store = Store(f"sqlite:///{tmp_path}/m{n}.db")
+        path = tmp_path / f"t{n}.json"
+        path.write_text(json.dumps(_atif(n)))
+        store.trajectories.redactor  # noqa: B018 - build the redactor outside the measurement
+        tracemalloc.start()
+        try:
+            assert import_file(store.trajectories, path).steps == n
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+            store.close()
+    assert peaks[1] < 4 * peaks[0] * 1.25, peaks
