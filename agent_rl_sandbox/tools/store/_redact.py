@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -442,7 +443,7 @@ class Redactor:
         return _Screen(index, needs, lead, tuple(reqs), runs, rx if safe else None)
 
     # -- screening -----------------------------------------------------------------------------
-    def screen(self, text: str) -> list[int]:
+    def screen(self, text: str, only: list[int] | None = None) -> list[int]:
         """Indices (in order) of the patterns that may match in some string of a value whose scanned
         strings, joined with newlines, are ``text`` (:meth:`_scanned`); every other pattern provably
         matches none of them. A pattern is dropped when one of its necessary conditions fails on ``text``:
@@ -450,7 +451,8 @@ class Redactor:
         (case-insensitive ones: in the lower-cased text when it is ASCII, else by ``re`` itself), a run of
         one character class it requires is absent, or, for an escape-safe pattern (no anchor, boundary or
         lookaround, never a control character, so a match in one string is a match in ``text``), the
-        pattern finds nothing in ``text``."""
+        pattern finds nothing in ``text``. ``only``: screen just those patterns (what a screen of a larger
+        text containing this one left)."""
         blob = text.encode("utf-8", "surrogatepass")
         ascii_only = blob.isascii()
         lower = blob.lower().decode() if ascii_only else None
@@ -460,10 +462,13 @@ class Redactor:
             gate = _KEYWORD_GATE.search(text) is not None
         quote = gate and any(q in text for q in _QUOTES)
         offers = _KEYWORD_AND_QUOTE if quote else _KEYWORD if gate else _NO_GATE
-        picked = set(self._unprobed)
-        for ch, upper, indices in self._probes[offers]:
-            if ch in text or (upper != ch and (upper in text or lower is None)):
-                picked.update(indices)
+        if only is not None:
+            picked = set(only)
+        else:
+            picked = set(self._unprobed)
+            for ch, upper, indices in self._probes[offers]:
+                if ch in text or (upper != ch and (upper in text or lower is None)):
+                    picked.update(indices)
         out: list[int] = []
         seen: dict[Any, bool] = {}  # literal or run -> present (screens share many)
         for i in sorted(picked):
@@ -499,6 +504,33 @@ class Redactor:
                     break
             if ok and (s.rx is None or s.rx.search(text) is not None):
                 out.append(s.index)
+        return out
+
+    def values_screened(self, values: Sequence[Any], *, batch: int = 256) -> list[tuple[Any, Counter[str]]]:
+        """:meth:`value` of each of ``values`` (its result and counts, in order), for many at once: the
+        strings of ``batch`` values are screened together (:meth:`screen`), so a batch with no secret
+        costs one screen and a walk per value; otherwise each value of the batch is screened for the
+        patterns the batch left, and walked with what its own screen leaves. Values come back as
+        themselves (not copies) when nothing can match in them."""
+        out: list[tuple[Any, Counter[str]]] = []
+        for start in range(0, len(values), batch):
+            chunk = values[start : start + batch]
+            strings: list[list[str]] = []
+            for v in chunk:
+                found: list[str] = []
+                _scanned(v, found)
+                strings.append(found)
+            left = self.screen("\n".join(s for found in strings for s in found)) if self._prefilter else None
+            for v, found in zip(chunk, strings, strict=True):
+                if left is None:
+                    out.append(self.value(v))
+                    continue
+                mine = self.screen("\n".join(found), only=left) if left and found else []
+                if not mine:
+                    out.append((v, Counter()))
+                else:
+                    counts: Counter[str] = Counter()
+                    out.append((self._walk(v, counts, [self._flat[i] for i in mine]), counts))
         return out
 
     def value_screened(self, value: Any, counts: Counter[str] | None = None) -> tuple[Any, Counter[str]]:

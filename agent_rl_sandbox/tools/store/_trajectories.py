@@ -113,6 +113,19 @@ a validated step, so text without it is byte for byte ``json.dumps(step.model_du
 Text inside a string that looks like one only costs the slower exact path."""
 
 
+def _pairs_up(step: Step) -> bool:
+    """Whether a validated step obeys the pairing rules (:func:`step_problems` finds nothing): its call ids
+    are distinct and every result's ``source_call_id`` is ``None`` or one of them. The same rules, for the
+    types a validated step has, without building findings."""
+    calls = step.tool_calls or ()
+    ids = {c.tool_call_id for c in calls}
+    if len(ids) != len(calls):
+        return False
+    return step.observation is None or all(
+        r.source_call_id is None or r.source_call_id in ids for r in step.observation.results
+    )
+
+
 def _loc(loc: Sequence[Any]) -> str | None:
     """A pydantic error location as a dotted path (``tool_calls[0].arguments``)."""
     out = ""
@@ -648,28 +661,28 @@ class TrajectoryRepository:
 
         counts: Counter[str] = Counter()
         out: list[tuple] = []
-        screened = self.redactor.value_screened if redact else None
         exclude = {"step_id", "timestamp"}
-        for i, item in enumerate(items):
-            data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
-            if screened is not None:
-                data, c = screened(data)
+        datas = [{"timestamp": item.get("timestamp") or "", **item, "step_id": 1} for item in items]
+        if redact:
+            redacted = self.redactor.values_screened(datas)
+            datas = [d for d, _ in redacted]
+            for _, c in redacted:
                 if c:
                     counts.update(c)
+        for i, data in enumerate(datas):
             try:
                 step = Step.model_validate(data)
             except ValidationError as e:
                 err = e.errors(include_url=False, include_input=False)[0]
                 raise StepRejected(i, _loc(err["loc"]), err["msg"]) from None
-            problems = step_problems(step)
-            if problems:
-                raise StepRejected(i, None, "; ".join(problems))
+            if not _pairs_up(step):
+                raise StepRejected(i, None, "; ".join(step_problems(step)))
             try:
                 rest = step.model_dump_json(exclude_none=True, exclude=exclude)
             except PydanticSerializationError:
                 bad = _bad_text(data)
                 raise StepRejected(i, bad, "text is not valid Unicode (a lone surrogate)") from None
-            if _FLOAT_FORMS.search(rest):
+            if ("e-" in rest or "0.0000" in rest) and _FLOAT_FORMS.search(rest):
                 rest = json.dumps(
                     step.model_dump(mode="json", exclude_none=True, exclude=exclude),
                     ensure_ascii=False,
@@ -701,7 +714,7 @@ class TrajectoryRepository:
         (``keep_absent_timestamps``) and :meth:`finish` store for the same arguments, written at once.
 
         Every step is validated, redacted and serialised first (once each; redaction through
-        :meth:`~._redact.Redactor.value_screened`), so a bad step raises :class:`StepRejected` having
+        :meth:`~._redact.Redactor.values_screened`), so a bad step raises :class:`StepRejected` having
         written nothing; then the trajectory row (already finished) and all steps (one ``executemany``)
         commit together: a crash leaves the whole trajectory or none of it. Steps are numbered 1..n in
         order; a ``client_step_id`` repeated in ``steps_in`` raises :class:`StepRejected`. Raises
@@ -745,22 +758,21 @@ class TrajectoryRepository:
             score_json=None,
         )
         rows = [
-            {
-                "session_id": session_id,
-                "step_id": n,
-                "client_step_id": cid,
-                "provenance": prov,
-                "data_json": f'{{"step_id":{n},"timestamp":{ts}{"," if rest != "{}" else ""}{rest[1:]}',
-            }
+            (session_id, n, cid, prov, f'{{"step_id":{n},"timestamp":{ts}{"," if rest != "{}" else ""}{rest[1:]}')
             for n, (cid, prov, ts, rest) in enumerate(prepared, 1)
         ]
+        mark = "?" if self.dialect == "sqlite" else "%s"  # the DB-API's own parameter style (sqlite3, psycopg)
+        sql = (
+            f"INSERT INTO {steps.name} (session_id, step_id, client_step_id, provenance, data_json) "
+            f"VALUES ({', '.join([mark] * 5)})"
+        )
         try:
             with self._tx() as conn:
                 if parent_session_id is not None:
                     self._row(conn, parent_session_id)
                 conn.execute(insert(trajectories).values(**row))
-                for i in range(0, len(rows), _BULK_ROWS):
-                    conn.execute(insert(steps), rows[i : i + _BULK_ROWS])
+                for i in range(0, len(rows), _BULK_ROWS):  # plain executemany: no per-row compiled parameters
+                    conn.exec_driver_sql(sql, rows[i : i + _BULK_ROWS])
         except IntegrityError:
             if self.exists(session_id):
                 raise TrajectoryExists(f"trajectory {session_id} is already stored", "nothing to do") from None

@@ -5,12 +5,15 @@ step's ``data_json``), on both backends; a bad step writes nothing."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
-from agent_rl_sandbox.tools.store import StoreError
+from agent_rl_sandbox.schemas.trajectory import Step
+from agent_rl_sandbox.tools.store import StoreError, step_problems
 from agent_rl_sandbox.tools.store._schema import steps as steps_table
 from agent_rl_sandbox.tools.store._schema import trajectories
-from agent_rl_sandbox.tools.store._trajectories import StepRejected
+from agent_rl_sandbox.tools.store._trajectories import StepRejected, _pairs_up
 
 SECRET = "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE"
 
@@ -119,3 +122,24 @@ def test_repeated_client_step_ids_and_unknown_parents_write_nothing(store):
     with pytest.raises(StoreError):
         store.trajectories.import_trajectory(session_id="orphan", steps_in=steps[:1], parent_session_id="nope")
     assert not store.trajectories.exists("orphan")
+
+
+_IDS = st.sampled_from(["a", "b", "c"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_IDS, max_size=4), st.one_of(st.none(), st.lists(st.one_of(st.none(), _IDS), max_size=4)))
+def test_the_bulk_pairing_check_is_the_store_rule(call_ids, result_ids):
+    step = Step.model_validate(
+        {
+            "step_id": 1,
+            "timestamp": "",
+            "tool_calls": [{"tool_call_id": c, "function_name": "f", "arguments": {}} for c in call_ids],
+            **(
+                {"observation": {"results": [{"source_call_id": r, "content": "x"} for r in result_ids]}}
+                if result_ids is not None
+                else {}
+            ),
+        }
+    )
+    assert _pairs_up(step) == (not step_problems(step))

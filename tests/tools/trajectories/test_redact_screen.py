@@ -150,3 +150,25 @@ _VALUES = st.recursive(
 @given(_VALUES)
 def test_screen_agrees_on_generated_values(value):
     _same(value)
+
+
+def _same_batch(values: list, batch: int) -> None:
+    assert FAST.values_screened(values, batch=batch) == [FULL.value(v) for v in values]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 256])
+def test_batches_agree_with_the_reference(batch):
+    # Clean steps with a secret here and there: the batch screen keeps the secret's patterns, each step's
+    # own screen then drops them where they cannot match.
+    values = []
+    for i, text in enumerate(SECRETS + CLEAN):
+        values.extend(_step_with(text)[i % 8 : i % 8 + 2])
+        values.extend(_step_with(CLEAN[i % len(CLEAN)])[:2])
+    _same_batch(values, batch)
+    _same_batch(_fixture_values(), batch)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_VALUES, max_size=8), st.integers(1, 4))
+def test_batches_agree_on_generated_values(values, batch):
+    _same_batch(values, batch)
