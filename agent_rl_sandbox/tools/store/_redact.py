@@ -320,11 +320,17 @@ def _scanned(value: Any, out: list[str]) -> None:
             out.append(value)
     elif isinstance(value, dict):
         for k, v in value.items():
-            if k not in SKIP_KEYS and v is not None and v.__class__ not in _SCALARS:
+            if v.__class__ is str:  # the common leaf, without a call
+                if len(v) >= 8 and k not in SKIP_KEYS:
+                    out.append(v)
+            elif k not in SKIP_KEYS and v is not None and v.__class__ not in _SCALARS:
                 _scanned(v, out)
     elif isinstance(value, list | tuple):
         for v in value:
-            if v.__class__ not in _SCALARS:
+            if v.__class__ is str:
+                if len(v) >= 8:
+                    out.append(v)
+            elif v.__class__ not in _SCALARS:
                 _scanned(v, out)
 
 

@@ -662,6 +662,7 @@ class TrajectoryRepository:
         counts: Counter[str] = Counter()
         out: list[tuple] = []
         exclude = {"step_id", "timestamp"}
+        stamps: dict[str, str] = {}
         datas = [{"timestamp": item.get("timestamp") or "", **item, "step_id": 1} for item in items]
         if redact:
             redacted = self.redactor.values_screened(datas)
@@ -688,7 +689,9 @@ class TrajectoryRepository:
                     ensure_ascii=False,
                     separators=(",", ":"),
                 )
-            ts = json.dumps(step.timestamp, ensure_ascii=False)
+            ts = stamps.get(step.timestamp)
+            if ts is None:  # steps share few distinct times
+                ts = stamps[step.timestamp] = json.dumps(step.timestamp, ensure_ascii=False)
             out.append((step.client_step_id, step.provenance, ts, rest))
         return out, counts
 
