@@ -71,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     node_version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"baseline: Port Daddy {HARNESS} under node {node_version}; ours: {sys.executable} -m agent_rl_sandbox.cli")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    # An installed package has its bytecode compiled (pip does it); a checkout run with
+    # PYTHONDONTWRITEBYTECODE=1 would compile every module on every run instead.
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("agent_rl_sandbox")  # the copy the measured processes import
+    pkg = list(spec.submodule_search_locations or []) if spec else []
+    if pkg:
+        compileall.compile_dir(pkg[0], quiet=1)
+        print(f"ours: {pkg[0]}, its bytecode compiled first, as an install has it")
     ours_env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:

@@ -7,11 +7,17 @@ form of the command itself: one input path (not ``store``), ``--json``, and any 
 :func:`agent_rl_sandbox.cli.score.score` (``score_and_gate`` with the same arguments, the same
 report bytes to stdout and ``--out``, exit 0 or 1 by the gate), then exits.
 
+Without ``--gate``, a Port Daddy suite file goes first to the streaming plain-data scorer
+(:mod:`agent_rl_sandbox.tools._suite_fast`: no pydantic, no size cap, the report written as it is
+made; the same bytes), which declines, before writing anything, every input it cannot score
+exactly as the model path does; those go the way below.
+
 It returns without side effects (so the typer app runs the command instead, with its usual help,
 parsing and error text) when the arguments take any other form, and when anything goes wrong:
 scoring is pure until the report is written, so the app re-runs the command and prints its own
 ``error:`` line and exit status 2. Only a failure to write ``--out`` or stdout after success is
-left to the app's own handling on the re-run.
+left to the app's own handling on the re-run (for a streamed report, a write that fails part way
+prints an ``error:`` line and exits 2 here).
 """
 
 from __future__ import annotations
@@ -101,19 +107,24 @@ def _fast_suite(parsed: dict[str, Any]) -> bool:
 
     def write(data: bytes) -> None:
         if not files:  # the first piece: scoring is done, nothing can decline any more
-            out.flush()
-            files.append(out.buffer)
-            if parsed["out"] is not None:
+            if parsed["out"] is not None:  # opened first: if it cannot be, nothing was written
                 files.append(open(parsed["out"], "wb"))  # noqa: SIM115 - closed below
+            out.flush()
+            files.insert(0, out.buffer)
         for f in files:
             f.write(data)
 
     try:
         score_suite_to(path, os.path.basename(path), write)
-    except (Declined, OSError):
-        if files:
+    except (Declined, OSError) as e:
+        if not files:
+            return False  # nothing written: the app runs the command and reports its own way
+        if isinstance(e, Declined):  # pragma: no cover - every check runs before the first write
             raise
-        return False
+        # the report was cut off while being written (a full disk, a closed pipe): the app's
+        # error line for an unwritable --out, and its bad-input status
+        sys.stderr.write(f"error: cannot write the report: {e.strerror or e}. Next step: check the output\n")
+        sys.exit(2)
     finally:
         for f in files[1:]:
             f.close()

@@ -214,6 +214,14 @@ def test_cli_declined_suite_keeps_its_error(tmp_path):
     assert p.stdout == b""
 
 
+def test_cli_unwritable_out_is_the_apps_error(tmp_path):
+    suite, _ = CASES[0]
+    p = _cli(str(suite), "--json", "--out", str(tmp_path / "no" / "r.json"), env_home=tmp_path / "home")
+    assert p.returncode == 2
+    assert p.stdout == b""
+    assert b"error: cannot write" in p.stderr
+
+
 def _peak(tmp_path: Path, n: int) -> tuple[int, int]:
     suite = _write(tmp_path, generate(n, seed=6), name=f"s{n}.json")
     tracemalloc.start()
@@ -225,7 +233,7 @@ def _peak(tmp_path: Path, n: int) -> tuple[int, int]:
 
 
 def test_memory_is_flat_in_the_suite_size(tmp_path, monkeypatch):
-    """With the report and the tasks spooled to a file (as for a file over 32 MiB), peak memory grows
+    """With the report and the tasks spooled to a file (as for a file over 128 MiB), peak memory grows
     by well under half the file's growth from N to 4N tasks: what is kept per task and trajectory is
     its id, session id and a few numbers (the big-file check, 100k tasks and a 250 MB suite, is in
     bench/score_suite.py, which prints the peak RSS of both sides)."""
