@@ -21,9 +21,10 @@ usual findings and error messages:
   pydantic reads as ``0``, is declined; so are snake_case spellings of the camelCase keys);
 - a signed suite (``exportSignature``), a trajectory carrying ``storeScore`` or a ``store_verdict``
   artifact (the trust rule of ``tools.evals._harness.score_suite_document``);
-- surrogate escapes, NaN or Infinity, invalid UTF-8 or JSON, a repeated ``tasks`` or
-  ``trajectories`` key, more than one document (text holding integers of 19 or more digits is read
-  by the json module, not orjson, which reads those beyond 64 bits as floats);
+- a lone surrogate escape (orjson refuses it; the validator reports it), NaN or Infinity, invalid
+  UTF-8 or JSON, a repeated ``tasks`` or ``trajectories`` key, more than one document (text holding
+  integers of 19 or more digits is read by the json module, not orjson, which reads those beyond 64
+  bits as floats; such text must hold no surrogate escape at all);
 - values nested as deep as the validator's limit (``tools.datasets._params.MAX_DEPTH``).
 
 Semantics are those of ``tools.evals._port_daddy`` (its module docstring), with its JavaScript
