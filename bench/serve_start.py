@@ -17,7 +17,9 @@ Each round starts the process, sends ``initialize``, ``notifications/initialized
 ``tools/list`` as raw JSON-RPC lines on stdin, and stops the clock when the ``tools/list`` answer
 arrives on stdout (the time from ``Popen`` to that line). The process is then closed (stdin EOF)
 and must exit 0. Prints the medians, p90, the ratio serve / baseline, the number of tools each
-listed, and the load average before and after. Goal (issue 16): ratio <= 1.2. Usage::
+listed, and the load average before and after. ``--first-call`` also sends one ``tools/call``
+after the list (serve: ``list_tasks``, which builds the store and tools on first use; baseline:
+``add``) and prints when its answer came, counted from the start. Goal (issue 16): ratio <= 1.2. Usage::
 
     python bench/serve_start.py              # 20 rounds each
     python bench/serve_start.py --rounds 6   # quicker
@@ -63,6 +65,8 @@ INITIALIZE = {
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+ADD_CALL = {"name": "add", "arguments": {"a": 1, "b": 2}}
+LIST_TASKS_CALL = {"name": "list_tasks", "arguments": {}}
 
 
 def _send(proc: subprocess.Popen[bytes], msg: dict) -> None:
@@ -83,10 +87,13 @@ def _answer(proc: subprocess.Popen[bytes], want_id: int) -> dict:
             return msg
 
 
-def time_to_tools_list(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int]:
-    """Seconds from starting ``argv`` to its ``tools/list`` answer, and the number of tools listed.
-    Run in a neutral folder (``python -m`` puts the working folder first on ``sys.path``, which would
-    shadow ``PYTHONPATH``)."""
+def time_to_tools_list(
+    argv: list[str], env: dict[str, str], cwd: str, call: dict | None = None
+) -> tuple[float, int, float | None]:
+    """Seconds from starting ``argv`` to its ``tools/list`` answer, the number of tools listed, and
+    with ``call`` (``tools/call`` params) the seconds from the start to that call's answer, sent
+    after the list. Run in a neutral folder (``python -m`` puts the working folder first on
+    ``sys.path``, which would shadow ``PYTHONPATH``)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         argv,
@@ -103,11 +110,18 @@ def time_to_tools_list(argv: list[str], env: dict[str, str], cwd: str) -> tuple[
         _send(proc, TOOLS_LIST)
         listed = _answer(proc, 2)
         dt = time.perf_counter() - t0
+        dt_call = None
+        if call is not None:
+            _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+            answer = _answer(proc, 3)
+            dt_call = time.perf_counter() - t0
+            if "result" not in answer or answer["result"].get("isError"):
+                raise SystemExit(f"{argv}: the first tool call failed: {answer}")
     finally:
         _, err = proc.communicate(timeout=60)  # closes stdin: the server's cue to exit
     if proc.returncode != 0:
         raise SystemExit(f"{argv} exited {proc.returncode}; stderr:\n{err.decode(errors='replace')[-2000:]}")
-    return dt, len(listed["result"]["tools"])
+    return dt, len(listed["result"]["tools"]), dt_call
 
 
 def _p90(xs: list[float]) -> float:
@@ -119,6 +133,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20, help="interleaved rounds of each (default 20)")
     ap.add_argument("--warm-home", action="store_true", help="reuse one home (store already created) for every round")
     ap.add_argument("--compare-root", type=Path, help="also time serve from this source tree (e.g. the code before)")
+    ap.add_argument(
+        "--first-call",
+        action="store_true",
+        help="after the list, also time the first tool call (serve: list_tasks, which builds the services; "
+        "baseline: add)",
+    )
     args = ap.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-serve-start-") as tmp:
@@ -127,45 +147,52 @@ def main() -> None:
         env = dict(os.environ, HF_HUB_OFFLINE="1")
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         serve = [sys.executable, "-m", "agent_rl_sandbox.cli", "serve"]
-        base = [sys.executable, str(minimal)]
-        # one untimed start of each: byte-code caches written, files in the page cache
-        time_to_tools_list(base, env, tmp)
-        time_to_tools_list(serve, dict(env, AGENT_RL_SANDBOX_HOME=str(Path(tmp) / "home-warmup")), tmp)
-        other_env = None
+        # (label, argv, env, home prefix or None, the first call's params)
+        sides: list[tuple[str, list[str], dict[str, str], str | None, dict]] = [
+            ("baseline  minimal MCPServer", [sys.executable, str(minimal)], env, None, ADD_CALL),
+            ("serve     agent-rl-sandbox", serve, env, "home", LIST_TASKS_CALL),
+        ]
         if args.compare_root is not None:
-            other_env = dict(env, PYTHONPATH=str(args.compare_root.resolve()))
-            time_to_tools_list(serve, dict(other_env, AGENT_RL_SANDBOX_HOME=str(Path(tmp) / "other-warmup")), tmp)
-        a: list[float] = []
-        b: list[float] = []
-        c: list[float] = []
-        n_tools = (0, 0, 0)
+            other = dict(env, PYTHONPATH=str(args.compare_root.resolve()))
+            sides.append((f"compare   {args.compare_root}", serve, other, "other-home", LIST_TASKS_CALL))
+        times: list[list[float]] = [[] for _ in sides]
+        calls: list[list[float]] = [[] for _ in sides]
+        n_tools = [0 for _ in sides]
+
+        def run(k: int, home: str | None) -> None:
+            label, argv, side_env, _, call = sides[k]
+            if home is not None:
+                side_env = dict(side_env, AGENT_RL_SANDBOX_HOME=str(Path(tmp) / home))
+            dt, n_tools[k], dt_call = time_to_tools_list(argv, side_env, tmp, call if args.first_call else None)
+            times[k].append(dt)
+            if dt_call is not None:
+                calls[k].append(dt_call)
+
+        for k, side in enumerate(sides):  # one untimed start of each: byte-code written, files in the page cache
+            run(k, None if side[3] is None else f"{side[3]}-warmup")
+            times[k].clear()
+            calls[k].clear()
         for i in range(args.rounds):
-            home = Path(tmp) / ("home" if args.warm_home else f"home-{i}")
-            da, na = time_to_tools_list(base, env, tmp)
-            db, nb = time_to_tools_list(serve, dict(env, AGENT_RL_SANDBOX_HOME=str(home)), tmp)
-            a.append(da)
-            b.append(db)
-            nc = 0
-            if other_env is not None:
-                other_home = Path(tmp) / ("other-home" if args.warm_home else f"other-home-{i}")
-                dc, nc = time_to_tools_list(serve, dict(other_env, AGENT_RL_SANDBOX_HOME=str(other_home)), tmp)
-                c.append(dc)
-            n_tools = (na, nb, nc)
+            for k, side in enumerate(sides):
+                run(k, None if side[3] is None else (side[3] if args.warm_home else f"{side[3]}-{i}"))
     load_after = os.getloadavg()
-    ma, mb = statistics.median(a), statistics.median(b)
-    order = "A B C A B C" if c else "A B A B"
+    order = " ".join("ABC"[: len(sides)] * 2)
     print(f"rounds: {args.rounds} interleaved ({order}), home: {'reused' if args.warm_home else 'fresh per round'}")
-    for label, xs in (
-        (f"baseline  minimal MCPServer, {n_tools[0]} tool", a),
-        (f"serve     agent-rl-sandbox, {n_tools[1]} tools", b),
-    ):
-        print(f"{label:38s} median {statistics.median(xs) * 1e3:7.1f} ms  p90 {_p90(xs) * 1e3:7.1f} ms")
-    print(f"ratio serve / baseline (medians): {mb / ma:.2f}x  (goal <= 1.2x); extra {(mb - ma) * 1e3:.0f} ms")
-    if c:
-        mc = statistics.median(c)
-        label = f"compare   {args.compare_root}, {n_tools[2]} tools"
-        print(f"{label:38s} median {mc * 1e3:7.1f} ms  p90 {_p90(c) * 1e3:7.1f} ms")
-        print(f"ratio compare / baseline (medians): {mc / ma:.2f}x; serve is {mc / mb:.2f}x faster than it")
+    med = [statistics.median(xs) for xs in times]
+    for k, side in enumerate(sides):
+        label = f"{side[0]}, {n_tools[k]} tool{'s' if n_tools[k] != 1 else ''}"
+        line = f"{label:38s} tools/list median {med[k] * 1e3:7.1f} ms  p90 {_p90(times[k]) * 1e3:7.1f} ms"
+        if calls[k]:
+            line += f"  | first call answered: median {statistics.median(calls[k]) * 1e3:7.1f} ms"
+        print(line)
+    print(
+        f"ratio serve / baseline (medians): {med[1] / med[0]:.2f}x  (goal <= 1.2x); extra {(med[1] - med[0]) * 1e3:.0f} ms"
+    )
+    if len(sides) > 2:
+        print(f"ratio compare / baseline (medians): {med[2] / med[0]:.2f}x; serve lists {med[2] / med[1]:.2f}x faster")
+        if calls[1] and calls[2]:
+            ratio = statistics.median(calls[1]) / statistics.median(calls[2])
+            print(f"first tool call answered, serve / compare (medians): {ratio:.2f}x")
     print("load average before: {:.2f} {:.2f} {:.2f}; after: {:.2f} {:.2f} {:.2f}".format(*load_before, *load_after))
 
 
