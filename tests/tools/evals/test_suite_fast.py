@@ -164,6 +164,16 @@ def test_declines_text_it_cannot_read_exactly(tmp_path, text):
     assert _declined(p)
 
 
+def test_bench_writer_streams_the_generators_suite(tmp_path):
+    """``bench/suite_gen.write_suite`` (the bench's 100k and 250 MB suites) writes json.dumps(generate(n))."""
+    spec = importlib.util.spec_from_file_location("suite_gen_w", ROOT / "bench" / "suite_gen.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "w.json"
+    mod.write_suite(str(out), 90, seed=7)
+    assert out.read_text(encoding="utf-8") == json.dumps(mod.generate(90, seed=7))
+
+
 def test_depth_limit_is_the_validators():
     assert fast.MAX_DEPTH == MAX_DEPTH
 
