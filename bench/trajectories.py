@@ -20,7 +20,7 @@ Prints steps per second for each path and its baseline, and the ratio. The store
 folder unless ``--database-url`` is given (e.g. a scratch PostgreSQL database). Usage::
 
     .venv/bin/python bench/trajectories.py [--calls 500] [--import-steps 20000] [--import-rounds 5]
-        [--import-formats atif,codex] [--database-url URL] [--mcp-only | --import-only]
+        [--import-formats atif,codex] [--compare-root DIR] [--database-url URL] [--mcp-only | --import-only]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -235,18 +236,38 @@ def _filesystem(path: Path) -> str:
     return f"{best[0]} ({best[1] or '?'})"
 
 
-def bulk_import(settings: Settings, steps: int, tmp: Path, rounds: int, formats: list[str]) -> None:
+_OTHER_IMPORT = textwrap.dedent(
+    """
+    import sys, time
+    from agent_rl_sandbox.tools.store import Store
+    from agent_rl_sandbox.tools.trajectories import import_file
+    store = Store(sys.argv[1])
+    store.trajectories.redactor
+    t0 = time.perf_counter()
+    report = import_file(store.trajectories, sys.argv[2])
+    print(time.perf_counter() - t0, report.steps)
+    store.close()
+    """
+)
+"""``import_file`` timed the same way in another source tree (``--compare-root``): prints seconds, steps."""
+
+
+def bulk_import(
+    settings: Settings, steps: int, tmp: Path, rounds: int, formats: list[str], compare_root: Path | None = None
+) -> None:
     """``import_file`` of a generated file of ``steps`` steps against appending the same records to a JSONL
     file (``json.dumps`` + write + fsync), interleaved A B A B for ``rounds`` rounds, both in ``tmp`` (one
     filesystem). Each import goes to a fresh store (SQLite in ``tmp``; with ``--database-url`` the same
     database, a new session id each round), opened and with its redactor built before the clock starts
-    (what a running server has; the CLI pays about 0.1 s once per process)."""
+    (what a running server has; the CLI pays about 0.1 s once per process). With ``compare_root`` (another
+    source tree, e.g. ``git archive`` of the code before) each round also times its ``import_file`` of the
+    same file, in a subprocess, as a third interleaved side."""
     from agent_rl_sandbox.tools.store import Store
     from agent_rl_sandbox.tools.trajectories import import_file
 
     print(f"bulk import: {steps:,} steps, {rounds} rounds interleaved; files and SQLite on {_filesystem(tmp)}")
     for fmt in formats:
-        imp_s, base_s = [], []
+        imp_s, base_s, other_s = [], [], []
         for r in range(rounds):
             session = f"bench-{fmt}-{r}-{os.getpid()}"
             if fmt == "atif":
@@ -275,6 +296,21 @@ def bulk_import(settings: Settings, steps: int, tmp: Path, rounds: int, formats:
                 os.fsync(f.fileno())
             base_s.append(time.perf_counter() - t0)
             os.unlink(tmp / f"baseline-{fmt}-{r}.jsonl")
+            if compare_root is not None:
+                env = dict(os.environ, PYTHONPATH=str(compare_root.resolve()))
+                other_url = settings.database_url or f"sqlite:///{tmp / f'other-{fmt}-{r}.db'}"
+                if settings.database_url:  # the same database: the other side needs its own session id
+                    src.write_text(text.replace(session, session + "-other"))
+                out = subprocess.run(
+                    [sys.executable, "-c", _OTHER_IMPORT, other_url, str(src)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=tmp,
+                ).stdout.split()
+                assert int(out[1]) == steps, out
+                other_s.append(float(out[0]))
             os.unlink(src)
         a, b = statistics.median(imp_s), statistics.median(base_s)
         print(
@@ -282,6 +318,13 @@ def bulk_import(settings: Settings, steps: int, tmp: Path, rounds: int, formats:
             f"JSONL append of the same records {steps / b:>9,.0f}/s ({b:.3f} s)   ratio {b / a:5.3f}x   "
             f"(rounds: {', '.join(f'{x:.2f}' for x in imp_s)} s vs {', '.join(f'{x:.3f}' for x in base_s)} s)"
         )
+        if other_s:
+            c = statistics.median(other_s)
+            print(
+                f"  the code in {compare_root} ({fmt}), interleaved: median {steps / c:>9,.0f} steps/s ({c:.2f} s), "
+                f"ratio {b / c:5.3f}x the append; this code is {c / a:4.1f}x faster "
+                f"(rounds: {', '.join(f'{x:.2f}' for x in other_s)} s)"
+            )
 
 
 def main() -> None:
@@ -295,6 +338,9 @@ def main() -> None:
     ap.add_argument("--database-url", default=None, help="store URL (default: SQLite in a temp folder)")
     ap.add_argument("--mcp-only", action="store_true", help="only the two log_step comparisons (no bulk import)")
     ap.add_argument("--import-only", action="store_true", help="only the bulk import comparison")
+    ap.add_argument(
+        "--compare-root", type=Path, help="also time import_file from this source tree (e.g. the code before)"
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with tempfile.TemporaryDirectory() as d:
@@ -307,7 +353,7 @@ def main() -> None:
             anyio.run(over_stdio, settings, args.calls)
         if not args.mcp_only:
             formats = [f.strip() for f in args.import_formats.split(",") if f.strip()]
-            bulk_import(settings, args.import_steps, tmp, args.import_rounds, formats)
+            bulk_import(settings, args.import_steps, tmp, args.import_rounds, formats, args.compare_root)
         print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 

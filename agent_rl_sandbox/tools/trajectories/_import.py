@@ -1184,7 +1184,14 @@ def import_file(
         data = path.read_bytes()
     except OSError as e:
         raise ActionError(f"cannot read {path}: {e.strerror}", "check the path and permissions") from None
-    whole = _whole_document(data)
+    with paused_gc():  # parsing and storing build many objects and no cycles (see paused_gc)
+        return _import_bytes(store, path, data, format, task_lookup)
+
+
+def _import_bytes(
+    store: TrajectoryRepository, path: Path, data: bytes, format: str | None, task_lookup: TaskLookup | None
+) -> ImportReport:
+    whole = _whole_document(data)  # a whole document is parsed here, so with the collector paused too
     if format is None:
         if whole.error is not None:  # one broken JSON document: one error, with line and column
             raise ActionError(f"{path}: {whole.error}", "fix the JSON (a JSON Lines file needs one document a line)")
@@ -1196,8 +1203,7 @@ def import_file(
             )
     if format not in IMPORT_FORMATS:
         raise ActionError(f"unknown import format {format!r}", f"use one of {', '.join(IMPORT_FORMATS)}")
-    with paused_gc():  # parsing and storing build many objects and no cycles (see paused_gc)
-        return _import_data(store, path, data, whole, format, task_lookup)
+    return _import_data(store, path, data, whole, format, task_lookup)
 
 
 def _import_data(
