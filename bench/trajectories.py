@@ -265,7 +265,8 @@ def bulk_import(
     from agent_rl_sandbox.tools.store import Store
     from agent_rl_sandbox.tools.trajectories import import_file
 
-    print(f"bulk import: {steps:,} steps, {rounds} rounds interleaved; files and SQLite on {_filesystem(tmp)}")
+    where = "files" if settings.database_url else "files and SQLite stores"
+    print(f"bulk import: {steps:,} steps, {rounds} rounds interleaved; {where} on {_filesystem(tmp)}")
     for fmt in formats:
         imp_s, base_s, other_s = [], [], []
         for r in range(rounds):

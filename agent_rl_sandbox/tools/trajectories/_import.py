@@ -17,10 +17,16 @@ imported steps get the same redaction, numbering and integrity checks as logged 
   ATIF files are read with the one ATIF reader (``tools.formats.atif``): its findings (duplicate tool call
   ids within a step, a result pointing at a call the step lacks, a bad source or version, no session id)
   reject that trajectory, with an error naming the step.
+- **Whole trajectories or none.** Each new trajectory is stored in one transaction
+  (:meth:`~agent_rl_sandbox.tools.store.TrajectoryRepository.import_trajectory`: every step validated,
+  redacted and serialised first, then one insert of all of them): a step the store refuses is an error
+  naming the file, the line and (ATIF) the step's JSON path, and nothing of that trajectory is written;
+  the rest of the file still imports. An interrupted import leaves only whole trajectories.
 - **Idempotent.** A trajectory's id derives from the format, the file's content hash and the trajectory's
-  key in the file, so importing the same file again stores nothing new (``already_imported``); an
-  interrupted import resumes (steps carry ``client_step_id = imp:<n>``). A changed file imports as a new
-  trajectory whose ``parent_session_id`` is the previous import of the same session.
+  key in the file, so importing the same file again stores nothing new (``already_imported``); a
+  trajectory an older release left half-imported resumes (steps carry ``client_step_id = imp:<n>``). A
+  changed file imports as a new trajectory whose ``parent_session_id`` is the previous import of the same
+  session.
 """
 
 from __future__ import annotations
