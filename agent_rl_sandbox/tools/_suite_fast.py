@@ -1043,6 +1043,7 @@ class _Spool:
         self.offsets = array("q")
         self.lengths = array("q")
         self.end = 0
+        self.dirty = False  # written to the file object but maybe not yet to the file
 
     def add(self, data: bytes) -> int:
         if self.file is None:
@@ -1053,6 +1054,7 @@ class _Spool:
                 self._spill()  # the same numbers, now in the file
             return ref
         self.file.write(data)
+        self.dirty = True
         self.offsets.append(self.end)
         self.lengths.append(len(data))
         self.end += len(data)
@@ -1069,6 +1071,7 @@ class _Spool:
             self.lengths.append(len(data))
             self.end += len(data)
         self.mem = []
+        self.dirty = True
 
     def drop(self, ref: int) -> None:
         if self.file is None:
@@ -1079,6 +1082,9 @@ class _Spool:
             data = self.mem[ref]
             assert data is not None
             return data
+        if self.dirty:  # pread reads the file, not the file object's buffer
+            self.file.flush()
+            self.dirty = False
         return os.pread(self.file.fileno(), self.lengths[ref], self.offsets[ref])
 
     def flush(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
 import tracemalloc
@@ -74,6 +75,20 @@ def test_generated_suites_stream_to_the_model_bytes(tmp_path, seed):
         assert fast_bytes(suite) == want
     finally:
         fast.SPOOL_MEMORY_BYTES, fast.COMPACT_TASKS_BYTES = old
+
+
+@pytest.mark.parametrize("seed", range(24, 32))
+def test_shuffled_keys_layouts_and_spools(tmp_path, seed, monkeypatch):
+    """Random key order, layout (compact, indented, ASCII-escaped), chunk size, spool and task mode."""
+    rng = random.Random(seed)
+    doc = generate(rng.randint(5, 60), seed=seed, hostile=rng.random() < 0.5)
+    keys = list(doc)
+    rng.shuffle(keys)
+    doc = {k: doc[k] for k in keys}
+    suite = _write(tmp_path, doc, indent=rng.choice([None, 1, 2]), ensure_ascii=rng.random() < 0.5)
+    monkeypatch.setattr(fast, "COMPACT_TASKS_BYTES", rng.choice([0, 1 << 30]))
+    monkeypatch.setattr(fast, "SPOOL_MEMORY_BYTES", rng.choice([1000, 1 << 30]))
+    assert fast_bytes(suite, chunk=rng.choice([13, 200, 5000])) == model_bytes(suite)
 
 
 def test_trajectories_before_tasks_and_odd_task_ids(tmp_path):
