@@ -176,3 +176,23 @@ def test_memory_does_not_grow_with_what_is_already_written(tmp_path):
             tracemalloc.stop()
             store.close()
     assert peaks[1] < 4 * peaks[0] * 1.25, peaks
+
+
+def test_a_concurrent_import_of_the_same_file_is_already_imported(store, tmp_path, monkeypatch):
+    # Two imports of one file race: both saw no trajectory, the second's insert finds the first's whole
+    # trajectory (one transaction) and reports it as already imported, adding nothing.
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_atif(6)))
+    first = import_file(store.trajectories, path)
+    real, calls = TrajectoryRepository.exists, []
+
+    def not_yet(self, sid):  # the race window: the importer's own check ran before the other commit
+        calls.append(sid)
+        return False if len(calls) == 1 else real(self, sid)
+
+    monkeypatch.setattr(TrajectoryRepository, "exists", not_yet)
+    second = import_file(store.trajectories, path)
+    monkeypatch.undo()
+    assert first.steps == 6 and second.steps == 0
+    assert second.already_imported == first.trajectories and not second.trajectories
+    assert store.trajectories.list()[1] == 1 and store.trajectories.summary(first.trajectories[0]).step_count == 6
