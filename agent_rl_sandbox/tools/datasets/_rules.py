@@ -297,9 +297,16 @@ class ToolsCache:
         self._by_key: dict[Any, list[tuple[Any, ToolSet | None, list, list]]] = {}
         self._n = 0
         self.max_entries = max_entries
+        self._by_object: dict[tuple[str, str, int], tuple[Any, ToolSet | None, list]] = {}
+        """(dialect, base, id(value)) -> (value, toolset, findings) of a value object already matched: the
+        parser hands rows the same object for a repeated tools text, which then costs no comparison."""
 
     def get(self, ctx: RowCtx, value: Any, base: str, dialect: Dialect, encoded: bool) -> tuple[ToolSet | None, bool]:
         """Check ``value`` (a tools list or JSON string) at ``base``; returns ``(toolset, is_new)``."""
+        same = self._by_object.get((dialect.name, base, id(value)))
+        if same is not None and same[0] is value:
+            _replay(ctx, same[2])
+            return same[1], False
         if type(value) is list:
             key: Any = (
                 dialect.name,
@@ -320,6 +327,10 @@ class ToolsCache:
                     and all(type(_at(value, path)) is t for path, t in cached_sensitive)
                 ):
                     _replay(ctx, cached_findings)
+                    if type(value) is list:
+                        if len(self._by_object) >= 16:
+                            self._by_object.clear()
+                        self._by_object[(dialect.name, base, id(value))] = (value, cached_toolset, cached_findings)
                     return cached_toolset, False
         findings: list = []
         toolset = _build_toolset(value, base, dialect, encoded, findings, ctx)
@@ -643,9 +654,14 @@ def check_conversation(
     trained_from = split if mode == "completion" else 0
     role_counts = ctx.v.roles
     message_keys = OA.MESSAGE_KEYS
+    openai, trl, in_string = d.openai, d.name == "trl", d.tool_calls_in_string
+    d_roles = d.roles
+    single = f"{seg[0][0]}[" if len(seg) == 1 else None
+    ctx.muted = False
     for i, m in enumerate(msgs):
-        ctx.muted = i < quiet_before
-        p = _path(seg, i)
+        if quiet_before:
+            ctx.muted = i < quiet_before
+        p = f"{single}{i}]" if single is not None else _path(seg, i)
         if type(m) is not dict:
             ctx.err(p, "wrong_type", f"message must be an object, got {json_type(m)}")
             prev_role = None
@@ -654,13 +670,13 @@ def check_conversation(
         roles[i] = role
         if "role" not in m:
             ctx.err(p, "missing_key", "message lacks 'role'")
-        elif type(role) is not str or role not in d.roles:
-            ctx.err(f"{p}.role", "unknown_role", f"role {role!r:.40} is not one of {sorted(d.roles)}")
+        elif type(role) is not str or role not in d_roles:
+            ctx.err(f"{p}.role", "unknown_role", f"role {role!r:.40} is not one of {sorted(d_roles)}")
         elif not ctx.muted:
             role_counts[role] = role_counts.get(role, 0) + 1
         content = m.get("content")
         # --- structure (mirrors the kind's schema)
-        if d.openai and not m.keys() <= message_keys:
+        if openai and not m.keys() <= message_keys:
             for key in m:
                 if key not in message_keys:
                     ctx.err(f"{p}.{key}", "unknown_key", f"key '{key}' is not allowed in an OpenAI message (OA-KEYS)")
@@ -674,7 +690,7 @@ def check_conversation(
                         ctx.err(f"{p}.content[{j}]", "wrong_type", "content parts must be objects")
             else:
                 ctx.err(f"{p}.content", "wrong_type", f"content must be a string, got {json_type(content)}")
-        if d.openai:
+        if openai:
             if "name" in m and type(m["name"]) is not str:
                 ctx.err(f"{p}.name", "wrong_type", "name must be a string")
             if "tool_call_id" in m and type(m["tool_call_id"]) is not str:
@@ -693,12 +709,12 @@ def check_conversation(
                 for key, allowed in (("refusal", (str,)), ("audio", (dict,))):
                     if key in m and m[key] is not None and type(m[key]) not in allowed:
                         ctx.err(f"{p}.{key}", "wrong_type", f"{key} has the wrong type")
-        elif d.name == "trl" and ("name" in m or "tool_call_id" in m):
+        elif trl and ("name" in m or "tool_call_id" in m):
             for key in ("name", "tool_call_id"):
                 if key in m and m[key] is not None and type(m[key]) is not str:
                     ctx.err(f"{p}.{key}", "wrong_type", f"{key} must be a string")
         # --- tool declarations carried by a MiniMind system message
-        if d.tool_calls_in_string and "tools" in m and m["tools"] is not None:
+        if in_string and "tools" in m and m["tools"] is not None:
             if i == 0 and role == "system":
                 pass  # read by the caller (it declares the row's tools)
             elif type(m["tools"]) is not str:
@@ -708,11 +724,14 @@ def check_conversation(
         # --- text, emptiness and tags
         text = content if type(content) is str else _text_of(content)
         c = [len(text) if text is not None else 0]
-        calls = _calls_of(ctx, d, m, p, tools, state, c) if "tool_calls" in m else None
-        if calls and role != "assistant":
-            ctx.err(f"{p}.tool_calls", "tool_calls_wrong_role", "only assistant messages may call tools")
+        if "tool_calls" in m:
+            calls = _calls_of(ctx, d, m, p, tools, state, c)
+            if calls and role != "assistant":
+                ctx.err(f"{p}.tool_calls", "tool_calls_wrong_role", "only assistant messages may call tools")
+                calls = None
+        else:
             calls = None
-        if d.openai and "function_call" in m and type(m["function_call"]) is dict and role == "assistant":
+        if openai and "function_call" in m and type(m["function_call"]) is dict and role == "assistant":
             fc = m["function_call"]
             c[0] += _check_args(
                 ctx, d, fc.get("arguments", ""), f"{p}.function_call.arguments", fc.get("name"), tools, False

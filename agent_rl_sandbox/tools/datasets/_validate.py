@@ -305,7 +305,7 @@ class _Engine:
             return
         if nested_deeper_than(value, MAX_DEPTH):
             return
-        self.tools_texts[text[j:end]] = value
+        self.tools_texts[text[j:end]] = row["tools"]  # the object the tools cache has seen (an identity hit)
 
     def text_row(self, line: int, text: str, raw: bytes | None, last_line: bool = False, inline: bool = False) -> None:
         """Parse and validate one JSON text found at ``line`` (``inline``: it came from ``validate_rows``)."""
