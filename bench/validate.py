@@ -150,6 +150,15 @@ KINDS = {"trl": "trl.language_modeling", "openai": "openai.chat"}
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak RSS in MB: ``VmHWM`` (Linux; ``ru_maxrss`` there keeps the parent's peak
+    across ``exec``, so it cannot show a fresh process's own), else ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -206,6 +215,8 @@ def memory_worker(path: str, kind: str, limit_bytes: int) -> dict:
                 out.write(line)
                 done += len(line)
     try:
+        import agent_rl_sandbox.tools.datasets  # noqa: F401 - imports before the baseline figure
+
         before = _peak_rss_mb()
         rows, findings = run_validator(src, kind)
         return {"rows": rows, "findings": findings, "peak_rss_mb": _peak_rss_mb(), "rss_before_mb": before}

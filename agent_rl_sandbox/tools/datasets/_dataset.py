@@ -220,9 +220,42 @@ class Drift:
             if value:
                 self.too_deep = True
             return
-        if len(value) < _MIN_SHAPE_ITEMS:  # a small container is as cheap to walk as to fingerprint
-            self._walk_level(value, t, line, out, path, depth)
+        if len(value) >= _MIN_SHAPE_ITEMS:
+            self._walk_shaped(value, tv, t, line, out, path, depth)
             return
+        # a small container is as cheap to walk as to fingerprint: walk it here (walk_plain's loop)
+        child = self._child.get(path)
+        if child is None:
+            child = self._child[path] = {}
+        first = self.first
+        if tv is dict:
+            items: Any = value.items()
+        else:
+            sub = child.get(None) or self._sub(child, path, None)
+            items = [(None, item) for item in value]
+        for key, item in items:
+            if item is None:
+                continue
+            if key is not None:
+                sub = child.get(key) or self._sub(child, path, key)
+            it = _TYPE.get(type(item))
+            if it is None:
+                continue
+            if it == "object" or it == "array":
+                self.walk(item, line, out, sub, depth + 1)
+                continue
+            seen = first.get(sub)
+            if seen is None:
+                if len(first) >= self.max_paths:
+                    self.capped = True
+                else:
+                    first[sub] = {it: line}
+            elif it not in seen:
+                seen[it] = line
+                out.append((sub, it, seen))
+
+    def _walk_shaped(self, value: Any, tv: type, t: str, line: int, out: list, path: str, depth: int) -> None:
+        """``walk``'s children of a large container, through the shape memo."""
         shapes = self._shapes.get(path)
         if tv is dict:
             if len(value) > _MAX_SHAPE_KEYS:

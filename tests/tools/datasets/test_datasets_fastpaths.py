@@ -213,3 +213,27 @@ def test_memory_is_flat_in_the_number_of_rows(tmp_path):
     p_small, p_large = _peak(small), _peak(large)
     # the duplicate table grows by ~20-35 bytes a row (documented); everything else is bounded
     assert p_large <= p_small + 4500 * 64 + 256 * 1024, (p_small, p_large)
+
+
+def test_fast_paths_off_and_on_give_the_same_report_across_dialects(tmp_path, monkeypatch):
+    """One tools text shared by OpenAI rows (checked as openai.chat) and TRL rows: the shared parsed
+    object and the identity hits give the report the full parse and the equality checks give."""
+    lines = []
+    for i in range(30):
+        row: dict[str, Any] = {"messages": json.loads(MSGS), "tools": TOOLS}
+        if i % 2:
+            row["parallel_tool_calls"] = False  # OpenAI's signal
+        else:
+            row["messages"][1] = {
+                "role": "assistant",
+                "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"i": i}}}],
+            }
+            row["messages"].append({"role": "tool", "content": "ok"})
+            row["messages"].append({"role": "assistant", "content": "done"})
+        lines.append(json.dumps(row))
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    fast = validate_file(path).model_dump_json()
+    monkeypatch.setattr(_Engine, "_learn_tools_text", lambda self, text, row: None)
+    monkeypatch.setattr(Drift, "walk", Drift.walk_plain)
+    assert validate_file(path).model_dump_json() == fast
