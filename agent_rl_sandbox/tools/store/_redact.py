@@ -161,9 +161,9 @@ def _min_width(rx: re.Pattern[str]) -> int:
 
 
 _ESCAPED = frozenset(range(0x20)) | {0x22, 0x5C}
-"""Code points a JSON encoder writes escaped inside a string (controls, ``"``, ``\\``): orjson and the json
-module write every other character as itself, so a run of the others in a string value appears verbatim
-in the JSON text."""
+"""Code points a JSON encoder writes escaped inside a string (controls, ``"``, ``\\``). The screen's literals,
+runs and whole-pattern searches never involve them, so they hold on a value's strings joined with newlines
+(what :meth:`Redactor.screen` reads) and would hold on its JSON text too."""
 _PROBE_ORDER = " etaoinsrhl.,-_:/dcumfpgwybv0123456789\"'()=kxjqzETAOINSRHLDCUMFPGWYBVKXJQZ"
 """Characters from common to rare in trajectory text (a guess that only orders checks: any order is
 correct); a literal is first probed for its rarest character."""
@@ -219,10 +219,10 @@ def _requirements(items: Any, icase: bool) -> list[tuple[_Alt, ...]]:
 
 
 def _escape_safe(items: Any) -> bool:
-    """Whether every match of a parsed pattern is a run of characters a JSON encoder writes as themselves,
-    decided without context (no anchor, boundary or lookaround): then a match inside a string value is a
-    match in the value's JSON text, and a pattern that finds nothing in that text finds nothing in any of
-    its strings. Conservative: anything not understood is unsafe."""
+    """Whether every match of a parsed pattern is a run of characters outside :data:`_ESCAPED`, decided
+    without context (no anchor, boundary or lookaround): then a match inside one string is a match in the
+    strings joined with newlines, and a pattern that finds nothing in that text finds nothing in any of
+    them. Conservative: anything not understood is unsafe."""
     from re import _constants as c  # type: ignore[attr-defined]
 
     safe_categories = (c.CATEGORY_DIGIT, c.CATEGORY_WORD)
@@ -266,8 +266,8 @@ def _mandatory_runs(items: Any, flags: int) -> list[tuple[bytes, int]]:
     repeats of at least :data:`_RUN_MIN` of one escape-safe class (the 20-64 character body of a token, the
     secret value of a keyword assignment), each as a byte translation table (1 for a byte of a character
     the class may match; every byte of a non-ASCII character when the class may match one) and the run
-    length. A run of ``n`` such characters in a string is a run of at least ``n`` marked bytes in the
-    string's UTF-8 JSON text."""
+    length. A run of ``n`` such characters in a string is a run of at least ``n`` marked bytes in the UTF-8
+    of any text containing the string."""
     from re import _constants as c  # type: ignore[attr-defined]
 
     out: list[tuple[bytes, int]] = []
@@ -348,7 +348,7 @@ class _Screen:
     runs: tuple[tuple[bytes, bytes], ...]
     """(translation table, needle of marked bytes) per :func:`_mandatory_runs` run."""
     rx: re.Pattern[str] | None
-    """The pattern itself when escape-safe (:func:`_escape_safe`): run on the JSON text last."""
+    """The pattern itself when escape-safe (:func:`_escape_safe`): run on the screened text last."""
 
 
 def slug(secret_type: str) -> str:
