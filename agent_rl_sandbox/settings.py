@@ -75,6 +75,11 @@ class Settings(BaseModel):
     """Extra task folders searched after the built-in tasks."""
     isolation: Literal["auto", "bwrap", "none"] = "auto"
     """Command isolation: ``auto`` uses bubblewrap when installed, else a plain subprocess."""
+    working_copy: Literal["auto", "overlay", "copy"] = "auto"
+    """How a sandbox's working copy is made: ``overlay`` mounts the task's cached base read-only
+    under a per-sandbox copy-on-write layer (root only; creation and reset in milliseconds),
+    ``copy`` copies the base's files, ``auto`` uses an overlay where the server can mount one
+    (probed once) and copies otherwise (``AGENT_RL_SANDBOX_WORKING_COPY``)."""
     max_result_items: int = Field(default=50, ge=1)
     """Cap on list items in one tool result; the rest are counted and written to a report file."""
     max_output_bytes: int = Field(default=16_000, ge=256)
@@ -136,6 +141,8 @@ class Settings(BaseModel):
             values["data_dirs"] = tuple(Path(p) for p in env["AGENT_RL_SANDBOX_DATA_DIRS"].split(os.pathsep) if p)
         if env.get("AGENT_RL_SANDBOX_ISOLATION"):
             values["isolation"] = env["AGENT_RL_SANDBOX_ISOLATION"]
+        if env.get("AGENT_RL_SANDBOX_WORKING_COPY"):
+            values["working_copy"] = env["AGENT_RL_SANDBOX_WORKING_COPY"]
         if env.get("AGENT_RL_SANDBOX_IDLE_SECONDS"):
             values["sandbox_idle_seconds"] = _number(env, "AGENT_RL_SANDBOX_IDLE_SECONDS", float)
         if env.get("AGENT_RL_SANDBOX_WORKER_CONFIG"):

@@ -242,6 +242,11 @@ class SandboxStateOutput(_Out):
         description="Whether the server sees commands open the working copy's credential files (.env, .netrc, ...; "
         "inotify on their inodes); false: inotify is unavailable here, and criteria on such reads are unscorable.",
     )
+    working_copy: str = Field(
+        default="",
+        description="How the working copy is made: `overlay` (copy-on-write over the task's read-only cached base; "
+        "reset clears the changes) or `copy` (a full copy), with why.",
+    )
 
 
 class SandboxFinishInput(_In):

@@ -105,10 +105,21 @@ def _walk(repo: Path):
             continue
 
 
-def note_secrets(repo: Path, root: Path) -> list[str]:
+def note_secrets(repo: Path, root: Path, known: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """At reset: note the inodes of ``repo``'s secret files in ``root`` (the sandbox's folder the
-    sandbox cannot reach); returns their relative paths."""
-    found = [(rel, *key) for rel, key in _walk(repo) if is_secret_name(os.path.basename(rel))]
+    sandbox cannot reach); returns their relative paths. ``known``: the secret files' relative
+    paths when the caller knows them (a working copy that is exactly a cached base, whose secret
+    files were listed when it was built): only their folders are read, not the whole tree; the
+    inodes come from the same directory entries :class:`SecretWatch` reads."""
+    if known is None:
+        found = [(rel, *key) for rel, key in _walk(repo) if is_secret_name(os.path.basename(rel))]
+    else:
+        dev = os.lstat(repo).st_dev
+        found = []
+        for rel in known:
+            parent, _, name = rel.rpartition("/")
+            with contextlib.suppress(OSError), os.scandir(repo / parent if parent else repo) as it:
+                found += [(rel, dev, e.inode()) for e in it if e.name == name and e.is_file(follow_symlinks=False)]
     (root / NOTES_NAME).write_text(json.dumps([list(f) for f in found]))
     return [f[0] for f in found]
 

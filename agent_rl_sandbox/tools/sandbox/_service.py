@@ -8,6 +8,7 @@ On-disk layout of one sandbox under ``<home>/sandboxes/<sandbox_id>/``::
 
     repo/      the working copy: the only folder commands can write
     git/       its git dir (outside the working copy, so the agent cannot rewrite history)
+    ovl/       with a copy-on-write working copy: its upper layer (see ``._overlay``), root-only
     verifier/  the task's tests/ copied in fresh when the episode finishes
     logs/      verifier/ (emptied before the verifier runs), agent/actions.json, command outputs
 
@@ -80,10 +81,12 @@ from agent_rl_sandbox.tools.evals._actions import (
     runs_file,
 )
 from agent_rl_sandbox.tools.sandbox import _trusted as trusted_runs
+from agent_rl_sandbox.tools.sandbox._base import Base, BaseCache
 from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
 from agent_rl_sandbox.tools.sandbox._diffs import step_diffs
 from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._git import GitError, WorkingCopy
+from agent_rl_sandbox.tools.sandbox._overlay import Layers, OverlayError, is_mount, mounts_under, probe, umount
 from agent_rl_sandbox.tools.sandbox._ownership import ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
@@ -120,6 +123,20 @@ _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 def _copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_CACHES)
+
+
+PACKED_PINS = "ars-pins-packed"
+"""Marker file in a sandbox's git dir: every object a ref reaches is in a pack (the base pack,
+and :meth:`SandboxService.finish` packs each pinned final tree), so a reset may delete the loose
+objects outright instead of running ``git prune`` (which walks the whole base)."""
+
+
+def _drop_loose_objects(git_dir: Path) -> None:
+    """Delete the loose objects of ``git_dir`` (what the last episode's snapshots stored)."""
+    objects = git_dir / "objects"
+    for d in objects.iterdir():
+        if len(d.name) == 2 and all(c in "0123456789abcdef" for c in d.name):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -201,7 +218,13 @@ class SandboxService:
         self._downloads: dict[str, tuple[int, list[str]]] = {}
         """session id -> (steps read, files its commands saved downloads to, from the effect records)."""
         self._last_reap = 0.0
+        self.bases = BaseCache(settings.home / "bases")
+        """Each task fixture's base tree and commit, built once per fixture content (:mod:`._base`)."""
+        self._working_copy: tuple[str, str] | None = None
+        self._mounted: set[str] = set()
+        """Sandboxes whose overlay this service mounted (unmounted by :meth:`close`)."""
         self._harden_home()
+        self._sweep_mounts()
 
     def _harden_home(self) -> None:
         """Other uids may pass through the home and sandbox folders (to reach their own working
@@ -221,10 +244,95 @@ class SandboxService:
 
     def close(self) -> None:
         """Kill every command still running in any sandbox of this service (process group and
-        sandbox uid). Safe to call more than once."""
+        sandbox uid), then unmount the overlays this service mounted (their upper layers stay on
+        disk: the next call on such a sandbox mounts it again). Safe to call more than once."""
         n = self.live.kill_all()
         if n:
             log.warning("killed %d running sandbox command(s) on shutdown", n)
+        for sid in sorted(self._mounted):
+            try:
+                Layers(self._dirs(sid)["root"]).unmount()
+            except OSError:
+                log.exception("unmounting the working copy of %s failed", sid)
+        self._mounted.clear()
+        self.bases.close()
+
+    def _sweep_mounts(self) -> None:
+        """At start-up: unmount what a crashed server left mounted under this home's sandboxes for
+        sandboxes that are no longer open (finished, expired, unknown) and scratch probes; open
+        sandboxes' mounts stay (another server process sharing the home may be using them)."""
+        root = self.settings.sandboxes_dir.resolve()
+        by_sandbox: dict[str, list[Path]] = {}
+        for point in mounts_under(root):
+            by_sandbox.setdefault(point.relative_to(root).parts[0], []).append(point)
+        for sid, points in by_sandbox.items():
+            if sid.startswith("sbx_"):
+                try:
+                    if self.store.sandboxes.get(sid).status == "open":
+                        continue
+                except ActionError:
+                    pass
+            for point in points:  # deepest first
+                try:
+                    umount(point)
+                    log.warning("unmounted a stale sandbox mount: %s", point)
+                except OSError:
+                    log.exception("could not unmount a stale sandbox mount %s", point)
+
+    @property
+    def working_copy(self) -> tuple[str, str]:
+        """``(kind, detail)``: ``overlay`` (copy-on-write over the cached base) or ``copy``, and a
+        sentence saying why. Probed once per process and filesystem (:func:`._overlay.probe`)."""
+        if self._working_copy is None:
+            mode = self.settings.working_copy
+            why = "the working_copy setting is `copy`" if mode == "copy" else probe(self.settings.sandboxes_dir)
+            if why is None:
+                self._working_copy = (
+                    "overlay",
+                    "copy-on-write overlay: the task's cached base (built once per fixture content) read-only "
+                    "below, the episode's changes in a per-sandbox upper layer; reset clears that layer",
+                )
+            elif mode == "overlay":
+                raise RuntimeError(f"working_copy=overlay, but overlays cannot be mounted here: {why}")
+            else:
+                self._working_copy = ("copy", f"full copy of the task's cached base ({why})")
+        return self._working_copy
+
+    def _ensure_repo(self, sandbox_id: str) -> None:
+        """Mount an overlay sandbox's working copy again when it is not mounted (this server or an
+        earlier one closed it); a copy sandbox needs nothing."""
+        layers = Layers(self._dirs(sandbox_id)["root"])
+        if not layers.exists or is_mount(layers.repo):
+            return
+        key = layers.base_key()
+        base = self.bases.by_key(key) if key else None
+        if base is None:
+            raise ActionError(
+                f"the base of sandbox {sandbox_id}'s working copy is gone from the server's cache",
+                "call sandbox_reset with this sandbox_id to rebuild it",
+            )
+        try:
+            layers.ensure(base.tree, self.sandbox_uid(sandbox_id))
+        except OSError as e:
+            raise ActionError(
+                f"could not mount sandbox {sandbox_id}'s working copy: {e}",
+                "call sandbox_reset with this sandbox_id to rebuild it",
+            ) from None
+        self._mounted.add(sandbox_id)
+
+    def _drop_repo(self, sandbox_id: str) -> None:
+        """Remove the working copy (finish, expiry): unmount and delete an overlay's layers, or
+        delete the copy."""
+        dirs = self._dirs(sandbox_id)
+        layers = Layers(dirs["root"])
+        if layers.exists:
+            try:
+                layers.remove()
+            except OSError:
+                log.exception("unmounting the working copy of %s failed", sandbox_id)
+            self._mounted.discard(sandbox_id)
+        if not is_mount(dirs["repo"]):
+            shutil.rmtree(dirs["repo"], ignore_errors=True)
 
     @property
     def isolation(self) -> Isolation:
@@ -410,6 +518,7 @@ class SandboxService:
             )
         task = self.task(row.task_id)
         dirs = self._dirs(sandbox_id)
+        self._ensure_repo(sandbox_id)
         return row, task, WorkingCopy(dirs["git"], dirs["repo"]), dirs
 
     def reset(self, inp: SandboxResetInput, caller: Caller = OPERATOR) -> SandboxResetOutput:
@@ -432,8 +541,7 @@ class SandboxService:
                 if uid is not None:
                     kill_uid(uid)
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
-                base_commit, rebuilt = wc.restore(row.base_commit, task.repo_dir)
-                self._give_tree(dirs["repo"], uid)
+                base, base_commit, rebuilt = self._restore_working_copy(sandbox_id, task, wc, row.base_commit, uid)
                 if row.status == "open" and row.session_id:
                     self._abandon(row.session_id)
         else:
@@ -441,16 +549,24 @@ class SandboxService:
             dirs = self._dirs(sandbox_id)
             uid = self.sandbox_uid(sandbox_id)
             dirs["root"].mkdir(parents=True)
-            _copy_tree(task.repo_dir, dirs["repo"])
+            base = self.bases.get(task.repo_dir)
+            index = base.install_git(dirs["git"], dirs["repo"], uid)
+            (dirs["git"] / PACKED_PINS).touch()
             wc = WorkingCopy(dirs["git"], dirs["repo"])
-            base_commit = wc.init_from(task.repo_dir)
+            base_commit = base.commit
             rebuilt = []
-            self._give_tree(dirs["repo"], uid)
+            if self.working_copy[0] == "overlay":
+                Layers(dirs["root"]).create(base.tree, base.key, uid, index)
+                self._mounted.add(sandbox_id)
+            else:
+                _copy_tree(base.tree, dirs["repo"])
+                self._give_tree(dirs["repo"], uid)
         for d in ("verifier", "logs"):
             shutil.rmtree(dirs[d], ignore_errors=True)
             dirs[d].mkdir(parents=True)
-        note_secrets(dirs["repo"], dirs["root"])  # their inodes: a later rename or hard link is still watched
-        tree = wc.base_tree(base_commit)
+        # their inodes: a later rename or hard link is still watched
+        note_secrets(dirs["repo"], dirs["root"], base.secrets if base is not None else None)
+        tree = base.tree_hash if base is not None else wc.base_tree(base_commit)
         agent_name = inp.agent_name
         if agent_name is None and inp.sandbox_id is not None and row.session_id:
             agent_name = self.store.trajectories.summary(row.session_id).agent.name
@@ -470,8 +586,11 @@ class SandboxService:
             )
         else:
             self.store.sandboxes.update(sandbox_id, claims=[], **fields)
-        files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
-        files = [f for f in files if f]
+        if base is not None:
+            files = list(base.files)
+        else:
+            files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
+            files = [f for f in files if f]
         Budget(dirs["root"], task.config.limits).start(len(files))
         self.store.trajectories.append_steps(
             traj.session_id,
@@ -510,6 +629,65 @@ class SandboxService:
             self.store.trajectories.finish(
                 session_id, final_message=None, reward=0.0, passed=False, self_report_only=False
             )
+
+    def _restore_working_copy(
+        self, sandbox_id: str, task: Task, wc: WorkingCopy, base_commit: str, uid: int | None
+    ) -> tuple[Base | None, str, list[str]]:
+        """Return an existing sandbox's working copy (and git index and store) to ``base_commit``:
+        by its overlay where one is in force (:meth:`_reset_overlay`), else by git on the copy.
+        Returns ``(the cached base when the overlay did it, the base commit, what forced a rebuild)``."""
+        base = self._reset_overlay(sandbox_id, task, base_commit, uid)
+        if base is not None:
+            return base, base_commit, []
+        base_commit, rebuilt = wc.restore(base_commit, task.repo_dir)
+        self._give_tree(self._dirs(sandbox_id)["repo"], uid)
+        return None, base_commit, rebuilt
+
+    def _reset_overlay(self, sandbox_id: str, task: Task, base_commit: str, uid: int | None) -> Base | None:
+        """Reset an existing sandbox by its overlay when overlays are in force and the cached base
+        of ``base_commit`` is at hand: clear the upper layer and mount again (or set the overlay up
+        in place of a removed or copied working copy), put back the base's index, drop the loose
+        objects the episode's snapshots stored. Returns the base, or ``None`` when the caller must
+        restore a copy instead (an overlay left behind is removed first)."""
+        dirs = self._dirs(sandbox_id)
+        layers = Layers(dirs["root"])
+        base = None
+        key = layers.base_key() if layers.exists else None
+        if self.working_copy[0] == "overlay":
+            base = self.bases.by_key(key) if key else None
+            if base is None or base.commit != base_commit:
+                current = self.bases.get(task.repo_dir)
+                base = current if current.commit == base_commit else None
+        if base is None:
+            if layers.exists:
+                self._drop_repo(sandbox_id)
+            return None
+        git = dirs["git"]
+        try:
+            if key == base.key:
+                layers.reset(base.tree, uid)
+                try:
+                    index = layers.index_file.read_bytes()
+                except OSError:
+                    index = base.index_for(uid)
+            else:
+                self._drop_repo(sandbox_id)
+                if dirs["repo"].is_symlink() or dirs["repo"].is_file():
+                    dirs["repo"].unlink()
+                index = base.index_for(uid)
+                Layers(dirs["root"]).create(base.tree, base.key, uid, index)
+        except OverlayError:
+            log.exception("resetting the overlay of %s failed; restoring a copy", sandbox_id)
+            self._drop_repo(sandbox_id)
+            return None
+        self._mounted.add(sandbox_id)
+        (git / "index.lock").unlink(missing_ok=True)
+        (git / "index").write_bytes(index)
+        if (git / PACKED_PINS).exists():
+            _drop_loose_objects(git)
+        else:  # a store from before pins were packed: prune by reachability
+            WorkingCopy(git, dirs["repo"]).prune()
+        return base
 
     def _maybe_reap(self) -> None:
         """Run :meth:`reap_idle` at most every ``min(60 s, idle/4)``."""
@@ -567,7 +745,7 @@ class SandboxService:
                         )
                     self._abandon(row.session_id)
                 self.store.sandboxes.update(sid, status="expired")
-                shutil.rmtree(dirs["repo"], ignore_errors=True)
+                self._drop_repo(sid)
                 shutil.rmtree(dirs["verifier"], ignore_errors=True)
                 reaped.append(sid)
             finally:
@@ -700,7 +878,7 @@ class SandboxService:
             score={"unscored": reason, "isolation": self.isolation.kind},
         )
         self.store.sandboxes.update(inp.sandbox_id, status="finished")
-        shutil.rmtree(dirs["repo"], ignore_errors=True)
+        self._drop_repo(inp.sandbox_id)
         return SandboxFinishOutput(
             session_id=sid,
             reward=0.0,
@@ -1197,6 +1375,8 @@ class SandboxService:
         row = self._owned(inp.sandbox_id, caller)
         task = self.task(row.task_id)
         dirs = self._dirs(inp.sandbox_id)
+        if row.status == "open":
+            self._ensure_repo(inp.sandbox_id)
         wc = WorkingCopy(dirs["git"], dirs["repo"])
         cap = self.settings.max_result_items
         lock = self._lock(inp.sandbox_id)
@@ -1241,7 +1421,14 @@ class SandboxService:
             protected_paths_touched=self._protected(task, changed)[:cap],
             busy=busy,
             secret_reads_watched=secret_watch_available(),
+            working_copy=self._working_copy_of(inp.sandbox_id),
         )
+
+    def _working_copy_of(self, sandbox_id: str) -> str:
+        """What kind of working copy this sandbox has (``sandbox_state``'s ``working_copy``)."""
+        kind, detail = self.working_copy
+        has = "overlay" if Layers(self._dirs(sandbox_id)["root"]).exists else "copy"
+        return f"{has}: {detail}" if has == kind else f"{has} (made before this server; now {kind}: {detail})"
 
     # -- finish and scoring --------------------------------------------------------------------
     def _final_state(
@@ -1342,8 +1529,12 @@ class SandboxService:
             )
             self.store.sandboxes.update(inp.sandbox_id, status="finished")
             wc.pin(f"finished/{sid}", final_tree, row.base_commit)  # kept through later resets' prune (eval_score)
+            try:  # pack what the pin reaches, so a reset can drop every loose object (PACKED_PINS)
+                wc.git("repack", "-d", "-q")
+            except GitError:
+                (dirs["git"] / PACKED_PINS).unlink(missing_ok=True)
             wc.close()
-            shutil.rmtree(dirs["repo"], ignore_errors=True)
+            self._drop_repo(inp.sandbox_id)
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
         return SandboxFinishOutput(
             session_id=sid,

@@ -57,7 +57,7 @@ def verify(
     if task.checks is None:
         return _legacy(svc, task, dirs, tree, actions, uid, wall, session_id)
     repo = dirs["repo"]
-    shutil.rmtree(repo, ignore_errors=True)  # its content is the recorded final tree, exported next
+    svc._drop_repo(sandbox_id)  # its content is the recorded final tree, exported next (an overlay is unmounted)
     tree.export(repo)
     child = Child(
         cwd=repo,

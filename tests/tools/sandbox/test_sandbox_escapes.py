@@ -9,6 +9,7 @@ secrets. A canary file outside the sandbox must stay byte-identical throughout.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -117,7 +118,11 @@ def test_device_files_and_hard_links_are_refused(bwrap_services, tmp_path):
     sid = reset(bwrap_services).sandbox_id
     repo = bwrap_services.settings.sandboxes_dir / sid / "repo"
     os.mknod(repo / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))  # what a fixture or a root process could leave
-    os.link(canary.file, repo / "hardlink.txt")  # same filesystem, made outside the agent's reach
+    try:
+        os.link(canary.file, repo / "hardlink.txt")  # same filesystem, made outside the agent's reach
+    except OSError as e:  # an overlay working copy is a filesystem of its own: no link from outside at all
+        assert e.errno == errno.EXDEV and bwrap_services.sandbox.working_copy[0] == "overlay"
+        os.link(repo / "shopcart" / "pricing.py", repo / "hardlink.txt")  # a second link is still refused
     sb = bwrap_services.sandbox
     msg = _refused(bwrap_services, sid, sb.read_file, SandboxReadFileInput(sandbox_id=sid, path="null"))
     assert "device" in msg
