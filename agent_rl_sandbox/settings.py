@@ -8,6 +8,8 @@ Environment variables (all optional):
   ``postgresql+psycopg://user@host/db`` for a team store.
 - ``AGENT_RL_SANDBOX_TASK_DIRS``: extra task folders, separated by ``os.pathsep``.
 - ``AGENT_RL_SANDBOX_ISOLATION``: ``auto`` (bubblewrap when installed), ``bwrap`` or ``none``.
+- ``AGENT_RL_SANDBOX_WORKING_COPY``: ``auto`` (a copy-on-write overlay where one can be mounted,
+  else a copy), ``overlay`` or ``copy``.
 - ``AGENT_RL_SANDBOX_IDLE_SECONDS``: seconds without an action after which an open sandbox is
   cleaned up (default 3600).
 - ``AGENT_RL_SANDBOX_WORKER_CONFIG``: the worker's stage configuration (default

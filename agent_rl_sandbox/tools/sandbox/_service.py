@@ -990,6 +990,9 @@ class SandboxService:
                 )
                 sw.drain()  # the command's processes are gone: every open of a secret so far was theirs
             fx.records[:0] = sw.records()
+            # another server process sharing the home may have closed (unmounted) it meanwhile: the command's
+            # own view was its namespace's copy; snapshot the upper layer it wrote, never an empty mount point
+            self._ensure_repo(inp.sandbox_id)
             settled = self._guarded(row, "sandbox_exec", args, lambda: budget.settle(wc), command=res)
             after = settled.tree
             changed = wc.changed_between(before, after) if after else []
