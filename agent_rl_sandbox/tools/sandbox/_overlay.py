@@ -335,12 +335,16 @@ class Layers:
         _REAPER.submit(held, trash)
 
     def remove(self) -> None:
-        """Unmount both mounts and delete the layers and the mount point (finish, expiry)."""
+        """Unmount both mounts and remove the layers and the mount point (finish, expiry); the
+        layers' files are deleted on the background thread."""
         with self.locked():
             for point in (self.repo, self.lower):
                 while umount(point):  # everything stacked there
                     pass
-            shutil.rmtree(self.ovl, ignore_errors=True)
+            if self.ovl.exists():
+                trash = self.root / f"trash-ovl-{uuid.uuid4().hex[:8]}"
+                os.rename(self.ovl, trash)
+                discard_later(trash)
             with contextlib.suppress(OSError):
                 self.repo.rmdir()
 
@@ -390,6 +394,12 @@ class _Reaper:
 
 
 _REAPER = _Reaper()
+
+
+def discard_later(path: Path) -> None:
+    """Delete the folder ``path`` (already out of every working copy's and git's way) on the
+    background thread."""
+    _REAPER.submit(-1, path)
 
 
 def wait_reaped(timeout: float = 30.0) -> bool:

@@ -86,7 +86,15 @@ from agent_rl_sandbox.tools.sandbox._caches import clear_tool_caches
 from agent_rl_sandbox.tools.sandbox._diffs import step_diffs
 from agent_rl_sandbox.tools.sandbox._export import TreeView
 from agent_rl_sandbox.tools.sandbox._git import GitError, WorkingCopy
-from agent_rl_sandbox.tools.sandbox._overlay import Layers, OverlayError, is_mount, mounts_under, probe, umount
+from agent_rl_sandbox.tools.sandbox._overlay import (
+    Layers,
+    OverlayError,
+    discard_later,
+    is_mount,
+    mounts_under,
+    probe,
+    umount,
+)
 from agent_rl_sandbox.tools.sandbox._ownership import ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
@@ -132,11 +140,21 @@ objects outright instead of running ``git prune`` (which walks the whole base)."
 
 
 def _drop_loose_objects(git_dir: Path) -> None:
-    """Delete the loose objects of ``git_dir`` (what the last episode's snapshots stored)."""
+    """Drop the loose objects of ``git_dir`` (what the last episode's snapshots stored): a new
+    ``objects/`` takes over the packs and ``info/`` (a few renames, whatever the count), and the
+    old one, holding only loose objects, is moved out of the git dir (next to it, server-only) and
+    deleted on a background thread (an ``unlink`` per object costs milliseconds each on a slow
+    disk)."""
     objects = git_dir / "objects"
-    for d in objects.iterdir():
-        if len(d.name) == 2 and all(c in "0123456789abcdef" for c in d.name):
-            shutil.rmtree(d, ignore_errors=True)
+    fresh = git_dir / f"objects.new-{uuid.uuid4().hex[:8]}"
+    fresh.mkdir()
+    for name in ("pack", "info"):
+        if (objects / name).exists():
+            os.rename(objects / name, fresh / name)
+    trash = git_dir.parent / f"trash-objects-{uuid.uuid4().hex[:8]}"  # outside git/: the quota's baseline skips it
+    os.rename(objects, trash)
+    os.rename(fresh, objects)
+    discard_later(trash)
 
 
 @dataclass(frozen=True)
