@@ -11,6 +11,7 @@ from sandbox_helpers import HAS_BWRAP, IN_CI
 
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.sandbox._overlay import mounts_under, umount
 
 
 @pytest.fixture
@@ -20,6 +21,8 @@ def open_home():
     d = Path(tempfile.mkdtemp(prefix="ars-test-", dir="/tmp"))
     d.chmod(0o755)
     yield d
+    for point in mounts_under(d):  # what a server killed on purpose (a crash test) left mounted
+        umount(point)
     shutil.rmtree(d, ignore_errors=True)
 
 

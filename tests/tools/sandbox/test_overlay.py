@@ -391,3 +391,21 @@ def test_the_copy_fallback_makes_the_same_trees(tmp_path):
             s.sandbox.close()
             s.close()
     assert trees["copy"] == trees["auto"]
+
+
+def test_the_index_owner_rewrite_matches_git_reading_it(tmp_path):
+    """``Base.index_for`` sets every entry's owner and a valid checksum: git reads it and sees the
+    same entries (``ls-files -s``), and the fields hold the uid."""
+    import struct
+
+    task = make_task(tmp_path)
+    base = BaseCache(tmp_path / "bases").get(task / "repo")
+    data = base.index_for(4242)
+    assert data[-20:] == hashlib.sha1(data[:-20]).digest()
+    assert all(struct.unpack_from(">II", data, off) == (4242, 4242) for off in base.owner_offsets)
+    assert len(base.owner_offsets) == len(base.files)
+    git = tmp_path / "git"
+    base.install_git(git, tmp_path / "work", 4242)
+    wc = WorkingCopy(git, base.tree)
+    assert wc.git("ls-files", "-s").decode() == WorkingCopy(base.git_dir, base.tree).git("ls-files", "-s").decode()
+    assert (git / "index").read_bytes() == data
