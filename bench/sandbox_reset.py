@@ -105,6 +105,7 @@ def main() -> None:
         services = Services.build(Settings(home=tmp / "home", task_dirs=(tmp / "tasks",)))
         try:
             print(f"isolation: {services.sandbox.isolation.detail}")
+            print(f"working copy: {getattr(services.sandbox, 'working_copy', ('copy', ''))[0]}")
             rows = [
                 bench_task(services, args.task, args.rounds, scratch),
                 bench_task(services, "bench/big", args.rounds, scratch),
@@ -121,8 +122,10 @@ def main() -> None:
                     f"{cp50:>10.1f}{cp95:>10.1f}{cp50 / rp50:>11.1f}x"
                 )
             print(
-                "\n(reset = the whole sandbox_reset tool call after 3 edited files and 1 new file: git restore, "
-                "ownership fix-up, a new trajectory in the store; copy = shutil.copytree of the fixture repo)"
+                "\n(reset = the whole sandbox_reset tool call after 3 edited files and 1 new file: the working copy's "
+                "restore (an overlay remount, or git restore and ownership fix-up on a copy), a new trajectory in the "
+                "store; copy = shutil.copytree of the fixture repo, in a temporary folder: for the same filesystem "
+                "on both sides see bench/sandbox_cow.py)"
             )
             print(f"\nreset p50 vs files changed on the {args.files}-file fixture:")
             for n, ms in scaling(services, "bench/big", [1, 10, 100, 1000]):
