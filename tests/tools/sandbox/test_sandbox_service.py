@@ -4,6 +4,7 @@ close, server shutdown and crash), the isolation report, and the plain-subproces
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -197,7 +198,8 @@ SERVER = textwrap.dedent(
     s = Services.build(Settings(home=Path(sys.argv[1]), isolation=sys.argv[2]))
     s.close_at_exit()  # what the serve entry point does
     sid = s.sandbox.reset(SandboxResetInput(task_id="claim-before-edit")).sandbox_id
-    cmd = "(sleep 3171 &); sleep 3172 & sleep 3173"
+    m = sys.argv[3]
+    cmd = f"(sleep 3171.{m} &); sleep 3172.{m} & sleep 3173.{m}"
     run = lambda: s.sandbox.exec(SandboxExecInput(sandbox_id=sid, command=cmd))
     threading.Thread(target=run, daemon=True).start()
     print("started", flush=True)
@@ -206,8 +208,9 @@ SERVER = textwrap.dedent(
 )
 
 
-def _marked() -> list[int]:
-    """Pids of the sleeps the server above starts (recognised by their unusual durations)."""
+def _marked(mark: str) -> list[int]:
+    """Pids of the sleeps the server above starts (recognised by their unusual durations, whose
+    fraction ``mark`` is unique to one test: parallel workers and other runs on the machine differ)."""
     out = []
     for p in os.listdir("/proc"):
         if p.isdigit():
@@ -216,7 +219,11 @@ def _marked() -> list[int]:
                 st = Path(f"/proc/{p}/stat").read_bytes()
             except OSError:
                 continue
-            if cmd.startswith(b"sleep\x00317") and st[st.rfind(b")") + 2 : st.rfind(b")") + 3] != b"Z":
+            if (
+                cmd.startswith(b"sleep\x00317")
+                and cmd.endswith(f".{mark}\x00".encode())
+                and st[st.rfind(b")") + 2 : st.rfind(b")") + 3] != b"Z"
+            ):
                 out.append(int(p))
     return out
 
@@ -230,29 +237,29 @@ def _marked() -> list[int]:
     ],
 )
 def test_server_stop_or_crash_leaves_no_stray_processes(open_home, sig, isolation):
-    assert _marked() == [], "leftovers from an earlier run"
+    mark = f"{secrets.randbelow(10**6):06d}"
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(open_home / "home"), isolation], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", SERVER, str(open_home / "home"), isolation, mark], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout.readline().strip() == "started"
         for _ in range(500):
-            if len(_marked()) >= 2:
+            if len(_marked(mark)) >= 2:
                 break
             time.sleep(0.02)
-        assert len(_marked()) >= 2, "the command's processes never started"
+        assert len(_marked(mark)) >= 2, "the command's processes never started"
         proc.send_signal(sig)
         proc.wait(timeout=20)
         for _ in range(250):
-            if not _marked():
+            if not _marked(mark):
                 break
             time.sleep(0.02)
-        assert _marked() == [], f"stray processes after {sig.name}"
+        assert _marked(mark) == [], f"stray processes after {sig.name}"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in _marked():
+        for pid in _marked(mark):
             os.kill(pid, signal.SIGKILL)
 
 
