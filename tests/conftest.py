@@ -13,6 +13,13 @@ from agent_rl_sandbox.settings import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# Under pytest-xdist (`make test`: one worker per CPU), each worker gets an equal share of the CPUs for
+# torch's and OpenMP's thread pools (inherited by the trainers the tests launch), so two workers
+# training at once do not run four threads on two cores.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ.setdefault("OMP_NUM_THREADS", str(_share))
+
 # PostgreSQL for the tests that use a second backend: ``AGENT_RL_SANDBOX_TEST_PG_ADMIN`` (a SQLAlchemy URL
 # of a database the tests may connect to). Without a reachable server those tests skip with the reason,
 # except under ``CI=true``: then they fail.
