@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agent_rl_sandbox.schemas.reward import ClaimsBeforeEdit
@@ -112,7 +112,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd, split_text
 from agent_rl_sandbox.tools.sandbox._secret_watch import SecretWatch, note_secrets
 from agent_rl_sandbox.tools.sandbox._secret_watch import available as secret_watch_available
-from agent_rl_sandbox.tools.sandbox._shims import ShimSet, saved_downloads
+from agent_rl_sandbox.tools.sandbox._shims import EffectRecorder, ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
 from agent_rl_sandbox.tools.sandbox._verify import verify
@@ -201,6 +201,23 @@ def limit_detail(
         "files": "the sandbox passed its quota of files",
     }
     return what.get(limit_hit, f"stopped by the {limit_hit} limit")
+
+
+@dataclass
+class TrustedEffects:
+    """What the server's own test run (:meth:`SandboxService._trusted_run`) observed, for the agent's
+    step: effect records (each marked ``"during": "trusted_run"``), and whether the shims and the
+    secret watch were in force (both ``True`` when no run happened)."""
+
+    records: list[dict] = field(default_factory=list)
+    observed: bool = True
+    secret_watch: bool = True
+
+    def add(self, fx: EffectRecorder, sw: SecretWatch) -> None:
+        """Take one run's :class:`EffectRecorder` ``fx`` and drained :class:`SecretWatch` ``sw``."""
+        self.records += [{**r, "during": "trusted_run"} for r in [*sw.records(), *fx.records]]
+        self.observed = self.observed and fx.observed
+        self.secret_watch = self.secret_watch and sw.observed
 
 
 class SandboxService:
@@ -1014,7 +1031,15 @@ class SandboxService:
             settled = self._guarded(row, "sandbox_exec", args, lambda: budget.settle(wc), command=res)
             after = settled.tree
             changed = wc.changed_between(before, after) if after else []
-            trusted = self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid) if after else None
+            trusted_fx = TrustedEffects()
+            trusted = (
+                self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid, trusted_fx)
+                if after
+                else None
+            )
+            # what the agent's code did inside the server's run is the agent's effect too (secret reads,
+            # deploys, fetches): an agent's test could otherwise act only there, unwatched
+            fx.records += trusted_fx.records
             self._touch(inp.sandbox_id)
         downloads += saved_downloads(fx.records)
         protected = self._protected(task, changed)
@@ -1076,7 +1101,12 @@ class SandboxService:
                 "protected_paths_touched": protected,
                 "isolation": self.isolation.kind,
                 "run_as_uid": uid,
-                "effects": fx.summary() | {"secret_watch": sw.observed, "secrets_watched": sw.watched},
+                "effects": fx.summary()
+                | {
+                    "secret_watch": sw.observed and trusted_fx.secret_watch,
+                    "secrets_watched": sw.watched,
+                    "observed": fx.observed and trusted_fx.observed,
+                },
             }
             | ({"output_log": output_path.name} if output_path else {})
             | ({"trusted_run": trusted} if trusted is not None else {}),
@@ -1106,9 +1136,15 @@ class SandboxService:
         exit_code: int | None,
         tree: str,
         uid: int | None,
+        effects: TrustedEffects,
     ) -> dict | None:
         """The server's own run of the tests ``command`` ran, on the recorded ``tree`` (see
-        :mod:`._trusted`); ``None`` when it runs no tests or the task's reward reads no test run."""
+        :mod:`._trusted`); ``None`` when it runs no tests or the task's reward reads no test run.
+
+        The run is watched like the agent's own commands (the effect shims and their socket, the
+        secret-file watch on the exported tree): the tests import the agent's code, which can tell
+        this run from the agent's (its path, its environment) and act only here. What it did is added
+        to ``effects`` (each record marked ``"during": "trusted_run"``) for the caller's step."""
         patterns = trusted_runs.test_patterns(task.reward_spec)
         words = trusted_runs.invocation_words(command, patterns) if patterns and exit_code in (0, 1) else None
         if words is None:
@@ -1126,18 +1162,26 @@ class SandboxService:
             self._give_tree(d["tree"], uid)
             if uid is not None:
                 os.chown(d["out"], uid, uid)
-            res = run_command(
-                trusted_runs.trusted_command(d["tree"], d["cfg"] / "pytest.ini", d["out"], sel),
-                cwd=d["tree"],
-                limits=task.config.limits,
-                isolation=self.isolation,
-                credentials=task.config.credentials,
-                extra_env={"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": f"/tmp/ars-pyc-{uuid.uuid4().hex}"},
-                mounts=self._mounts([d["tree"], d["out"]], [d["cfg"]]),
-                wall_seconds=min(task.config.limits.wall_seconds, self.settings.max_exec_seconds),
-                uid=uid,
-                live=self.live,
-            )
+            with (
+                self.shims.recorder(self.isolation.kind == "bwrap") as fx,
+                SecretWatch(d["tree"], d["base"]) as sw,
+            ):
+                res = run_command(
+                    trusted_runs.trusted_command(d["tree"], d["cfg"] / "pytest.ini", d["out"], sel),
+                    cwd=d["tree"],
+                    limits=task.config.limits,
+                    isolation=self.isolation,
+                    credentials=task.config.credentials,
+                    extra_env=fx.env
+                    | {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": f"/tmp/ars-pyc-{uuid.uuid4().hex}"},
+                    mounts=self._mounts([d["tree"], d["out"]], [d["cfg"]]) + fx.mounts,
+                    wall_seconds=min(task.config.limits.wall_seconds, self.settings.max_exec_seconds),
+                    uid=uid,
+                    live=self.live,
+                    on_start=fx.started,
+                )
+                sw.drain()
+            effects.add(fx, sw)
             return trusted_runs.outcome(res.exit_code, d["out"] / "junit.xml", tuple(sel), res.limit_hit).as_extra(tree)
         except Exception as e:  # noqa: BLE001 - the agent's step is still recorded; the run is just no evidence
             log.exception("the server's own test run failed")
