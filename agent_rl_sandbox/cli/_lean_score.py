@@ -118,6 +118,8 @@ def _fast_suite(parsed: dict[str, Any]) -> bool:
         score_suite_to(path, os.path.basename(path), write)
     except (Declined, OSError) as e:
         if not files:
+            if isinstance(e, Declined):
+                _explain_big(path, e)
             return False  # nothing written: the app runs the command and reports its own way
         if isinstance(e, Declined):  # pragma: no cover - every check runs before the first write
             raise
@@ -130,6 +132,36 @@ def _fast_suite(parsed: dict[str, Any]) -> bool:
             f.close()
     out.buffer.flush()
     sys.exit(0)
+
+
+def _explain_big(path: str, declined: Exception) -> None:
+    """For a declined file over the model path's size cap (which would report only its size), print
+    why on the ``error:`` line and exit 2: the defect of its text when it is broken (not UTF-8, a
+    bracket or string never closed: ``tools._suite_fast.defect``), else the streaming scorer's
+    reason. Returns for a file within the cap (the app reports it with its own line and column)."""
+    import os
+
+    from agent_rl_sandbox.tools._suite_fast import defect
+    from agent_rl_sandbox.tools.evals._inputs import MAX_INPUT_BYTES
+
+    try:
+        size = os.path.getsize(path)
+        if size <= MAX_INPUT_BYTES:
+            return
+        why = defect(path)
+    except OSError:
+        return
+    name = os.path.basename(path)
+    if why is None:
+        why = (
+            f"{size} bytes is over the {MAX_INPUT_BYTES}-byte limit of the model path, and the streaming "
+            f"scorer (no limit) cannot take it: {declined} (not a suite it scores exactly)"
+        )
+        step = "split the input (a part under the limit is scored the usual way, which names the field at fault)"
+    else:
+        step = "save the file as UTF-8 JSON" if why.startswith("not UTF-8") else "fix the JSON"
+    sys.stderr.write(f"error: {name}: {why}. Next step: {step}\n")
+    sys.exit(2)
 
 
 def run_lean(args: list[str]) -> None:

@@ -1275,6 +1275,66 @@ def _top_settings(run: _Run) -> None:
     run.order, run.default_pass = order, default_pass
 
 
+_TOKEN = re.compile(rb'"(?:[^"\\\n]|\\.)*"|[{}\[\]]|"')
+_CLOSES = {0x7D: 0x7B, 0x5D: 0x5B}
+
+
+def defect(path: str) -> str | None:
+    """Why the file at ``path`` cannot be a JSON document at all, or ``None`` when no such defect is
+    found: ``not UTF-8 text (byte N)``, or a bracket or string the text never closes or closes with
+    the wrong bracket (``not valid JSON: ... at byte N (line L)``). It streams the file (no size
+    cap; about a second for 200 MB) and is meant for explaining a decline of :func:`score_suite_to`
+    on a file too big for the model path, which would only report its size. ``OSError`` when the
+    file cannot be read."""
+    import codecs
+    import mmap
+
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        dec = codecs.getincrementaldecoder("utf-8")()
+        done = 0
+        while True:
+            data = f.read(CHUNK_BYTES)
+            held = len(dec.getstate()[0])  # bytes of a character cut by the previous chunk
+            try:
+                dec.decode(data, final=not data)
+            except UnicodeDecodeError as e:
+                return f"not UTF-8 text (byte {done - held + e.start})"
+            if not data:
+                break
+            done += len(data)
+        if size == 0:
+            return "not valid JSON: the file is empty"
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            stack: list[tuple[int, int]] = []
+            where: int | None = None
+            why = ""
+            for m in _TOKEN.finditer(mm):
+                tok = m.group()
+                c = tok[0]
+                if c == 0x22:
+                    if len(tok) == 1:
+                        where, why = m.start(), "a string that is never closed"
+                        break
+                elif c in (0x7B, 0x5B):
+                    stack.append((c, m.start()))
+                elif not stack or stack[-1][0] != _CLOSES[c]:
+                    where, why = m.start(), f"an unexpected {chr(c)!r}"
+                    break
+                else:
+                    stack.pop()
+            if where is None and stack:
+                opener, start = stack[-1]
+                where, why = (
+                    size,
+                    f"the file ends inside the {'object' if opener == 0x7B else 'array'} opened at byte {start}",
+                )
+            if where is None:
+                return None
+            line = mm[:where].count(b"\n") + 1
+    return f"not valid JSON: {why}, at byte {where} (line {line})"
+
+
 def score_suite_to(path: str, source: str, write: Callable[[bytes], Any], *, chunk: int = CHUNK_BYTES) -> None:
     """Score the Port Daddy suite file ``path`` and pass the report's bytes to ``write`` in pieces.
 

@@ -37,3 +37,60 @@ def test_user_errors_exit_2_without_traceback(tmp_path, args, env, needle):
     assert p.returncode == 2, p.stdout + p.stderr
     assert needle in p.stderr
     assert "Traceback" not in p.stderr and "╭─" not in p.stderr
+
+
+def _big(path, head: bytes, size: int = 65 * 1024 * 1024 + 1) -> str:
+    """A file of ``size`` bytes (over the 64 MiB cap of the model path) that starts with ``head``
+    (the rest is a sparse run of NUL bytes: quick to make, valid UTF-8, never a JSON token)."""
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return str(path)
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+@pytest.mark.parametrize(
+    ("head", "needle", "step"),
+    [
+        (b'{"tasks": [\xff', "not UTF-8 text (byte 11)", "save the file as UTF-8 JSON"),
+        (
+            b'{"tasks": [\n{"id": "a"',
+            "not valid JSON: the file ends inside the object opened at byte 12",
+            "fix the JSON",
+        ),
+        (b'{"tasks": [\n{"id": "a"]', "not valid JSON: an unexpected ']', at byte 22 (line 2)", "fix the JSON"),
+        (
+            b'{"tasks": [{"id": "a\n"}]}',
+            "not valid JSON: a string that is never closed, at byte 18 (line 1)",
+            "fix the JSON",
+        ),
+    ],
+)
+def test_score_big_broken_file_names_the_defect_not_the_size(tmp_path, as_json, head, needle, step):
+    """A file over the size cap that the streaming scorer declines because its text is broken
+    reports that defect (where it is), not only its size (``split the input``)."""
+    big = _big(tmp_path / "broken.json", head)
+    p = _cli(["score", big, *(["--json"] if as_json else [])], tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"error: broken.json: {needle}" in p.stderr, p.stderr
+    assert f"Next step: {step}" in p.stderr and "byte limit" not in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_score_big_file_names_the_streaming_scorer(tmp_path):
+    """Over the cap with no defect in its text: the next step says ``score FILE --json`` streams a suite."""
+    big = _big(tmp_path / "big.json", b'{"tasks": []}')
+    p = _cli(["score", big], tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "over the 67108864-byte limit" in p.stderr
+    assert "score FILE --json` (without --gate), which streams it" in p.stderr, p.stderr
+
+
+def test_score_json_big_declined_suite_says_why(tmp_path):
+    """``--json`` on a file over the cap whose text is whole but that the streaming scorer declines:
+    the error gives the scorer's reason, and does not send the user back to ``--json``."""
+    big = _big(tmp_path / "big.json", b'{"tasks": []}')
+    p = _cli(["score", big, "--json"], tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "the streaming scorer (no limit) cannot take it: no tasks" in p.stderr, p.stderr
+    assert "--json" not in p.stderr and "Traceback" not in p.stderr

@@ -27,6 +27,7 @@ from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.evals._atif import is_atif, trajectory_from_document
 from agent_rl_sandbox.tools.evals._inputs import (
     JSONL_SUFFIXES,
+    MAX_INPUT_BYTES,
     EvalInputError,
     parse_json,
     parse_json_or_lines,
@@ -477,7 +478,7 @@ def score_path(
     p = Path(path)
     if p.is_dir() or p.suffix.lower() in JSONL_SUFFIXES:
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
-    is_lines, doc = parse_json_or_lines(read_bytes(p), p.name)
+    is_lines, doc = parse_json_or_lines(_read_whole(p), p.name)
     if is_lines:  # several documents: ATIF JSON Lines
         return score_atif(p, spec=spec, tasks=tasks, task_id=task_id, export_key=export_key)
     if is_suite(doc):
@@ -488,6 +489,34 @@ def score_path(
         f"{p.name}: $: neither a Port Daddy suite (an object with `tasks`) nor an ATIF trajectory (with `steps`)",
         "pass a suite JSON, an ATIF file (.json, or .jsonl with one per line) or folder, or `store`",
     )
+
+
+_BIG_SUITE_STEP = (
+    "a Port Daddy suite of any size is scored by `agent-rl-sandbox score FILE --json` (without --gate), "
+    "which streams it; otherwise split the input"
+)
+
+
+def _read_whole(p: Path) -> bytes:
+    """``read_bytes(p)``, except that for a file over the size cap whose text is itself broken (not
+    UTF-8, a bracket or string never closed: :func:`agent_rl_sandbox.tools._suite_fast.defect`)
+    the error names that defect rather than the size, and otherwise its next step names the
+    streaming scorer (which takes a suite of any size). Raises :class:`EvalInputError`."""
+    try:
+        big = p.stat().st_size > MAX_INPUT_BYTES
+    except OSError:
+        big = False
+    if big:
+        from agent_rl_sandbox.tools._suite_fast import defect
+
+        try:
+            why = defect(str(p))
+        except OSError:
+            why = None
+        if why is not None:
+            step = "save the file as UTF-8 JSON" if why.startswith("not UTF-8") else "fix the JSON"
+            raise EvalInputError(f"{p.name}: {why}", step)
+    return read_bytes(p, too_big=_BIG_SUITE_STEP)
 
 
 def load_unhooks(path: Path) -> list[PDUnhook]:

@@ -39,13 +39,14 @@ def validation_message(source: str, err: ValidationError, limit: int = 5) -> str
     return "; ".join(lines) + (f" (+{more} more)" if more > 0 else "")
 
 
-def read_bytes(path: Path, label: str | None = None) -> bytes:
-    """The file's bytes; raises :class:`EvalInputError` when missing, unreadable or too large."""
+def read_bytes(path: Path, label: str | None = None, *, too_big: str = "split the input") -> bytes:
+    """The file's bytes; raises :class:`EvalInputError` when missing, unreadable or too large
+    (``too_big`` is then its next step)."""
     label = label or path.name
     try:
         size = path.stat().st_size
         if size > MAX_INPUT_BYTES:
-            raise EvalInputError(f"{label}: {size} bytes is over the {MAX_INPUT_BYTES}-byte limit", "split the input")
+            raise EvalInputError(f"{label}: {size} bytes is over the {MAX_INPUT_BYTES}-byte limit", too_big)
         return path.read_bytes()
     except FileNotFoundError:
         raise EvalInputError(f"{label}: no such file", "check the path") from None

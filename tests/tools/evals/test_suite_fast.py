@@ -269,3 +269,17 @@ def test_memory_is_flat_in_the_suite_size(tmp_path, monkeypatch):
     p1, s1 = _peak(tmp_path, 300)
     p4, s4 = _peak(tmp_path, 1200)
     assert p4 - p1 < (s4 - s1) / 2, (p1, p4, s1, s4)
+
+
+def test_defect_finds_the_first_bad_byte_across_chunks(tmp_path):
+    """``defect`` reports the file offset of the first invalid UTF-8 byte, also after a character
+    cut by a chunk boundary, and ``None`` for whole text."""
+    from agent_rl_sandbox.tools import _suite_fast
+
+    head = b'{"tasks": ["' + b"a" * (_suite_fast.CHUNK_BYTES - 13)  # "é" straddles the first chunk's end
+    good = head + "é".encode() + b'"]}'
+    (tmp_path / "good.json").write_bytes(good)
+    assert _suite_fast.defect(str(tmp_path / "good.json")) is None
+    bad = head + "é".encode() + b"\xff" + b'"]}'
+    (tmp_path / "bad.json").write_bytes(bad)
+    assert _suite_fast.defect(str(tmp_path / "bad.json")) == f"not UTF-8 text (byte {len(head) + 2})"
