@@ -69,7 +69,13 @@ NO_GIT_NOTE = (
 
 
 class SandboxResetInput(_In):
-    task_id: str = Field(min_length=1, max_length=B.NAME_CHARS, description="Task to load (see list_tasks).")
+    task_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=B.NAME_CHARS,
+        description="Task to load (see list_tasks). Required without sandbox_id; with it, defaults to the "
+        "sandbox's own task.",
+    )
     sandbox_id: str | None = Field(
         default=None,
         max_length=64,

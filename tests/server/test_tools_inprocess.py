@@ -207,6 +207,26 @@ async def test_finished_sandbox_refuses_further_actions(server):
         assert not ok.is_error and ok.structured_content["exit_code"] == 0
 
 
+async def test_reset_with_only_the_sandbox_id_keeps_its_task_and_agent(server):
+    """What the finished sandbox's error says to do (``sandbox_reset`` with this sandbox_id) works
+    as said: the sandbox's own task, the agent name of its last episode; neither id is an error
+    that names what to pass, not a schema dump."""
+    async with Client(server) as client:
+        reset = (await client.call_tool("sandbox_reset", {"task_id": TASK, "agent_name": "bob"})).structured_content
+        sid = reset["sandbox_id"]
+        await client.call_tool("sandbox_finish", {"sandbox_id": sid, "message": "giving up"})
+        res = await client.call_tool("sandbox_exec", {"sandbox_id": sid, "command": "ls"})
+        assert "call sandbox_reset with this sandbox_id" in res.content[0].text
+        again = await client.call_tool("sandbox_reset", {"sandbox_id": sid})
+        assert not again.is_error, again.content[0].text
+        out = again.structured_content
+        assert out["sandbox_id"] == sid and out["task_id"] == TASK and out["agent_name"] == "bob"
+        assert out["session_id"] != reset["session_id"] and out["tree_hash"] == reset["tree_hash"]
+        neither = await client.call_tool("sandbox_reset", {})
+        text = neither.content[0].text
+        assert neither.is_error and "needs a task_id" in text and "validation error" not in text, text
+
+
 async def test_large_output_is_bounded_with_file(server):
     async with Client(server) as client:
         reset = (await client.call_tool("sandbox_reset", {"task_id": TASK})).structured_content

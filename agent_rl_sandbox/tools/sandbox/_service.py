@@ -558,8 +558,20 @@ class SandboxService:
 
     def reset(self, inp: SandboxResetInput, caller: Caller = OPERATOR) -> SandboxResetOutput:
         """Create a sandbox for ``task_id`` (or return ``sandbox_id`` to its base commit) and start
-        a new trajectory for the episode. Also cleans up idle sandboxes now and then."""
-        task = self.task(inp.task_id)
+        a new trajectory for the episode. Also cleans up idle sandboxes now and then.
+
+        ``task_id`` may be omitted with a ``sandbox_id`` (the sandbox's own task is reset); raises
+        :class:`ActionError` when both are missing, for an unknown task, or a sandbox that is not
+        the caller's or holds another task."""
+        if inp.task_id is None:
+            if inp.sandbox_id is None:
+                raise ActionError(
+                    "sandbox_reset needs a task_id (a new sandbox) or a sandbox_id (reset that one)",
+                    "call list_tasks and pass one of its ids as task_id",
+                )
+            task = self.task(self._owned(inp.sandbox_id, caller).task_id)
+        else:
+            task = self.task(inp.task_id)
         self._maybe_reap()
         t0 = time.perf_counter()
         if inp.sandbox_id is not None:
