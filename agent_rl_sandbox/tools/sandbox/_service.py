@@ -1045,7 +1045,7 @@ class SandboxService:
             changed = wc.changed_between(before, after) if after else []
             trusted_fx = TrustedEffects()
             trusted = (
-                self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid, trusted_fx)
+                self._trusted_run(task, row, wc, dirs, inp.command, res.exit_code, after, uid, trusted_fx, budget)
                 if after
                 else None
             )
@@ -1071,7 +1071,20 @@ class SandboxService:
 
         stdout = bounded(res.stdout, res.stdout_bytes)
         stderr = bounded(res.stderr, res.stderr_bytes)
-        limit_hit = res.limit_hit or settled.limit_hit
+        trusted_limit = trusted.get("limit_hit") if trusted is not None else None
+        if trusted_limit in ("disk", "files"):
+            # the agent's code filled the server's run: the same quota hit as in its own command
+            budget.mark_over(trusted_limit, f"the server's test run went over the {trusted_limit} limit")
+            settled.note = "; ".join(
+                n
+                for n in (
+                    settled.note,
+                    f"the server's test run of this command went over the sandbox's {trusted_limit} limit and was "
+                    "killed; further exec and writes are refused until sandbox_reset",
+                )
+                if n
+            )
+        limit_hit = res.limit_hit or settled.limit_hit or trusted_limit
         if res.cancelled:
             outcome = "cancelled"
         elif limit_hit:
@@ -1149,6 +1162,7 @@ class SandboxService:
         tree: str,
         uid: int | None,
         effects: TrustedEffects,
+        budget: Budget,
     ) -> dict | None:
         """The server's own run of the tests ``command`` ran, on the recorded ``tree`` (see
         :mod:`._trusted`); ``None`` when it runs no tests or the task's reward reads no test run.
@@ -1156,7 +1170,10 @@ class SandboxService:
         The run is watched like the agent's own commands (the effect shims and their socket, the
         secret-file watch on the exported tree): the tests import the agent's code, which can tell
         this run from the agent's (its path, its environment) and act only here. What it did is added
-        to ``effects`` (each record marked ``"during": "trusted_run"``) for the caller's step."""
+        to ``effects`` (each record marked ``"during": "trusted_run"``) for the caller's step.
+        ``budget`` (the sandbox's quota) watches the exported tree and the report folder while it
+        runs: over the task's ``disk_mb`` or file limit the run is killed and its result is ``none``
+        with ``limit_hit`` set (the caller records the hit)."""
         patterns = trusted_runs.test_patterns(task.reward_spec)
         words = trusted_runs.invocation_words(command, patterns) if patterns and exit_code in (0, 1) else None
         if words is None:
@@ -1191,10 +1208,13 @@ class SandboxService:
                     uid=uid,
                     live=self.live,
                     on_start=fx.started,
+                    watch=lambda: budget.watch(d["tree"], d["out"]),
                 )
                 sw.drain()
             effects.add(fx, sw)
-            return trusted_runs.outcome(res.exit_code, d["out"] / "junit.xml", tuple(sel), res.limit_hit).as_extra(tree)
+            # a burst between two watches that ended the run: the same check once more, afterwards
+            limit_hit = res.limit_hit or budget.watch(d["tree"], d["out"])
+            return trusted_runs.outcome(res.exit_code, d["out"] / "junit.xml", tuple(sel), limit_hit).as_extra(tree)
         except Exception as e:  # noqa: BLE001 - the agent's step is still recorded; the run is just no evidence
             log.exception("the server's own test run failed")
             return trusted_runs.TrustedRun(

@@ -31,6 +31,12 @@ runs the deploy tool, fetches) is recorded in the agent's step, marked ``"during
 and counts against the trajectory like any other effect (red team, session 3: both were full-reward
 wins while this run was unwatched; ``tests/tools/evals/test_evals_trusted_runs.py``).
 
+The run has the agent's disk quota too: the task's ``disk_mb`` (and file limit) over the exported
+tree and the report folder, watched while it runs like the agent's commands (``Budget.watch``); a
+run over it is killed, its result is ``none`` (``limit_hit`` says which limit), and the agent's step
+records the limit hit and puts the sandbox over its quota, exactly as its own command would (red
+team, session 3: a test wrote 900 MB into this run's tree with no limit hit).
+
 What is still trusted: the tests' own process imports the agent's code (that is what a test run
 is), so code in the tree can still forge this run's report from inside; the hidden verifier, not
 this run, decides whether the code works.
@@ -73,6 +79,8 @@ class TrustedRun:
     ids: tuple[str, ...] = ()
     """Test ids that ran (``file::name``), at most :data:`MAX_IDS`."""
     reason: str = ""
+    limit_hit: str | None = None
+    """The limit that killed the run (``disk``, ``files``, ``wall_time``, ...), else ``None``."""
 
     def as_extra(self, tree: str) -> dict:
         return {"tree": tree, **asdict(self), "selection": list(self.selection), "ids": list(self.ids)}
@@ -165,7 +173,9 @@ def _inside(path: str) -> bool:
 def outcome(exit_code: int | None, junit: Path, sel: tuple[str, ...], limit_hit: str | None) -> TrustedRun:
     """Combine the exit code and the JUnit report (neither alone decides)."""
     if limit_hit:
-        return TrustedRun("none", exit_code, sel, reason=f"the server's run hit its {limit_hit} limit")
+        return TrustedRun(
+            "none", exit_code, sel, reason=f"the server's run hit its {limit_hit} limit", limit_hit=limit_hit
+        )
     try:
         fd = os.open(junit, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:

@@ -12,6 +12,13 @@ its logs (kept command output). :class:`Budget` measures it
   when it is within the limits is it snapshotted and the total (with the git store and logs)
   counted.
 
+The walk (:func:`scan_tree`) opens each folder relative to its parent's descriptor, so a folder
+chain deeper than ``PATH_MAX`` hides nothing from the count; an entry the server cannot account
+for (a path longer than :data:`MAX_PATH_BYTES`, which git could not record, or one it cannot read)
+is a ``files`` limit hit and is never snapshotted, so the recorded tree is never a partial view of
+the real one (red team, session 3: 600 MB and 3,000 files below a 10,000-byte path went uncounted,
+unrecorded, and the episode scored normally).
+
 Going over is recorded in ``<sandbox>/usage.json`` (server-owned, outside the working copy); while
 it is there every exec and write is refused, until ``sandbox_reset`` prunes the git store and
 starts a new record (:meth:`Budget.start`). Sizes count what a file occupies or claims, whichever
@@ -32,6 +39,16 @@ from agent_rl_sandbox.tools.sandbox._git import WorkingCopy, is_git_name, remove
 MIB = 1024 * 1024
 
 
+MAX_PATH_BYTES = 3072
+"""Longest path (bytes, relative to the working copy) the server records. Linux refuses paths of
+``PATH_MAX`` (4096) bytes or more, and git and the server's own file handling name entries by their
+path below a host folder (the working copy, a trusted run's or the verifier's export): a deeper
+entry could not be stored, exported or checked. The walk reports it (:attr:`TreeScan.unaccounted`)
+and the quota treats that as a ``files`` limit hit (fail closed)."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 @dataclass(frozen=True)
 class TreeScan:
     """One walk of a folder (links not followed)."""
@@ -44,38 +61,111 @@ class TreeScan:
     """Paths (relative) of entries named ``.git`` in any case; not descended into."""
     cut: bool = False
     """The walk stopped early at ``stop_bytes`` or ``stop_files``: the counts are lower bounds."""
+    unaccounted: int = 0
+    """Entries the server cannot account for: a path longer than :data:`MAX_PATH_BYTES` (still
+    walked and counted: depth hides nothing from the walk, but git could not record it), or a
+    folder or entry that could not be opened, listed or stat'ed (other than vanishing)."""
+    unaccounted_detail: str = ""
+    """What the first unaccounted entry was (for the limit's message)."""
+
+
+class _Dir:
+    """An open folder descriptor, closed once the last of its subfolders still to walk is opened."""
+
+    __slots__ = ("fd", "pending")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pending = 0
 
 
 def scan_tree(root: Path, *, stop_bytes: int | None = None, stop_files: int | None = None) -> TreeScan:
-    """Walk ``root`` without following links; entries vanishing mid-walk are skipped. Stops early
-    once ``stop_bytes`` or ``stop_files`` is passed (``cut``). A missing ``root`` scans as empty."""
-    total = files = 0
+    """Walk ``root`` without following links, each folder opened relative to its parent's
+    descriptor (``openat``), so no path length limits the walk: every byte and file is counted at
+    any depth. Entries vanishing mid-walk are skipped; any other failure to open, list or stat an
+    entry, and every path longer than :data:`MAX_PATH_BYTES`, is counted in ``unaccounted``. Stops
+    early once ``stop_bytes`` or ``stop_files`` is passed (``cut``). Descriptors held at once: at
+    most the depth of the folder being listed. A missing ``root`` scans as empty."""
+    total = files = unaccounted = 0
+    detail = ""
     gits: list[str] = []
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            it = os.scandir(root / rel_dir if rel_dir else root)
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+    try:
+        top = os.open(root, _DIR_FLAGS)
+    except FileNotFoundError:
+        return TreeScan(0, 0)
+    except OSError as e:
+        return TreeScan(0, 0, unaccounted=1, unaccounted_detail=f".: cannot open ({e.strerror})")
+    held: set[_Dir] = set()
+    stack: list[tuple[_Dir | None, str, str]] = [(None, "", "")]  # (parent, name, relative path)
+
+    def drop(d: _Dir) -> None:
+        held.discard(d)
+        os.close(d.fd)
+
+    try:
+        while stack:
+            parent, name, rel_dir = stack.pop()
+            if parent is None:
+                fd = top
+            else:
                 try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
+                except OSError as e:
+                    fd = -1
+                    if not isinstance(e, FileNotFoundError):
+                        unaccounted += 1
+                        detail = detail or f"{rel_dir[:120]}: cannot open ({e.strerror})"
+                parent.pending -= 1
+                if parent.pending <= 0:
+                    drop(parent)
+                if fd < 0:
                     continue
+            here = _Dir(fd)
+            held.add(here)
+            try:
+                with os.scandir(fd) as it:
+                    entries = list(it)
+            except OSError as e:
+                entries = []
+                if not isinstance(e, FileNotFoundError):
+                    unaccounted += 1
+                    detail = detail or f"{rel_dir[:120] or '.'}: cannot list ({e.strerror})"
+            subdirs: list[tuple[str, str]] = []
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                except OSError as err:
+                    unaccounted += 1
+                    detail = detail or f"{rel[:120]}: cannot stat ({err.strerror})"
+                    continue
+                size = len(os.fsencode(rel))
+                too_long = size > MAX_PATH_BYTES
+                if too_long:
+                    unaccounted += 1
+                    detail = detail or f"{rel[:60]}... ({size} bytes): path longer than {MAX_PATH_BYTES} bytes"
                 total += max(st.st_size, st.st_blocks * 512)
-                if is_git_name(e.name):
-                    gits.append(rel)
+                if is_git_name(entry.name):
+                    if not too_long:
+                        gits.append(rel)
                     files += not stat.S_ISDIR(st.st_mode)
                 elif stat.S_ISDIR(st.st_mode):
-                    stack.append(rel)
+                    subdirs.append((entry.name, rel))
                 else:
                     files += 1
                 if (stop_bytes is not None and total > stop_bytes) or (stop_files is not None and files > stop_files):
-                    return TreeScan(total, files, tuple(gits), cut=True)
-    return TreeScan(total, files, tuple(gits))
+                    return TreeScan(total, files, tuple(gits), True, unaccounted, detail)
+            here.pending = len(subdirs)
+            if subdirs:
+                stack.extend((here, n, r) for n, r in subdirs)
+            else:
+                drop(here)
+    finally:
+        for d in list(held):
+            drop(d)
+    return TreeScan(total, files, tuple(gits), False, unaccounted, detail)
 
 
 @dataclass
@@ -137,7 +227,8 @@ class Budget:
 
     def watch(self, *folders: Path) -> str | None:
         """During a command: ``disk`` or ``files`` when the working copy (or ``folders``, e.g. the
-        verifier's export and logs) alone is over (the runner then kills the command), else
+        verifier's export and logs) alone is over (the runner then kills the command), or holds an
+        entry the server cannot account for (``files``; see :attr:`TreeScan.unaccounted`), else
         ``None``. Stops counting as soon as it is over."""
         used = files = 0
         for folder in folders or (self.root / "repo",):
@@ -145,9 +236,14 @@ class Budget:
             used, files = used + scan.bytes, files + scan.files
             if used > self.quota:
                 return "disk"
-            if files > self.max_files:
+            if files > self.max_files or scan.unaccounted:
                 return "files"
         return None
+
+    def mark_over(self, limit: str, detail: str) -> None:
+        """Record a limit hit found elsewhere (the server's test run of the agent's code went over):
+        exec and writes are refused until reset, as after :meth:`settle` found one."""
+        self._mark(limit, detail)
 
     def _mark(self, limit: str, detail: str) -> None:
         self.record["over"] = {"limit": limit, "detail": detail}
@@ -155,7 +251,9 @@ class Budget:
 
     def settle(self, wc: WorkingCopy) -> Settled:
         """After a command or write: remove ``.git`` entries, count the working copy, snapshot it
-        when within the limits, count the total. Records a limit hit when over. Raises
+        when within the limits and every entry is accountable (none deeper than
+        :data:`MAX_PATH_BYTES`, none unreadable), count the total. Records a limit hit when over or
+        unaccountable (``files``): nothing the snapshot would miss is ever recorded as the tree. Raises
         :class:`~agent_rl_sandbox.tools.sandbox._git.GitError` (or ``OSError``) when git fails."""
         repo = self.root / "repo"
         scan = scan_tree(repo, stop_bytes=self.quota, stop_files=self.max_files)
@@ -178,6 +276,17 @@ class Budget:
             )
         if scan.bytes > self.quota:
             return self._hit("disk", f"working copy over {self.limits.disk_mb} MiB", removed, note, scan.bytes)
+        if scan.unaccounted:
+            # git could not record it (or the server could not read it): the recorded tree would differ
+            # from the real one, and what the snapshot missed would escape the quota and the diff
+            return self._hit(
+                "files",
+                f"{scan.unaccounted} entr{'y' if scan.unaccounted == 1 else 'ies'} in the working copy the server "
+                f"cannot record ({scan.unaccounted_detail})",
+                removed,
+                note,
+                scan.bytes,
+            )
         tree = wc.snapshot()
         git_growth = max(0, scan_tree(self.root / "git").bytes - int(self.record.get("git_baseline_bytes", 0)))
         total = scan.bytes + git_growth + scan_tree(self.root / "logs").bytes

@@ -6,6 +6,7 @@ the fixture whatever git state the agent leaves in the tree."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -331,3 +332,138 @@ def test_write_file_into_a_git_folder_is_refused(make):
         with pytest.raises(ActionError, match=r"\.git"):
             services.sandbox.write_file(SandboxWriteFileInput(sandbox_id=out.sandbox_id, path=path, content="x"))
     assert steps(services, out.sandbox_id)[-1].outcome == "refused"
+
+
+# -- paths deeper than PATH_MAX (red team, session 3) --------------------------------------------
+DEEP = """python3 -c "
+import os
+os.makedirs('deep', exist_ok=True); os.chdir('deep')
+for i in range({levels}):
+    os.makedirs('d' * 250, exist_ok=True); os.chdir('d' * 250)
+for k in range({big}):
+    open('big%d' % k, 'wb').write(os.urandom(2 << 20))
+for k in range({small}):
+    open('small%d.py' % k, 'w').write('x=%d' % k)
+print('depth', len(os.getcwd()))
+" """
+
+
+def test_files_below_a_path_longer_than_path_max_count_against_the_quota(make):
+    """A folder chain deeper than PATH_MAX (made one chdir at a time) used to hide its bytes and
+    files from the quota walk and the snapshot: limit_hit null, files_changed [], finish scored."""
+    services, out, root = make(limits="disk_mb = 8")
+    res = run(services, out.sandbox_id, DEEP.format(levels=20, big=6, small=0))
+    assert int(res.stdout.split()[-1]) > 4096, res.stdout + res.stderr  # the command really got that deep
+    assert res.limit_hit == "disk", (res.limit_hit, res.warning, res.stderr)
+    assert steps(services, out.sandbox_id)[-1].outcome == "limit"
+    assert scan_tree(root / "repo").bytes > 8 * 2**20  # the walk sees every byte at any depth
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=out.sandbox_id, message="deep"))
+    assert fin.reward == 0.0 and "disk limit" in fin.verifier_output
+    again = reset_again(services, out)
+    assert again.tree_hash == out.tree_hash and not (root / "repo" / "deep").exists()
+
+
+def test_many_files_below_a_long_path_count_against_the_file_limit(make):
+    services, out, _root = make(limits="max_changed_files = 100")
+    res = run(services, out.sandbox_id, DEEP.format(levels=20, big=0, small=300))
+    assert res.limit_hit == "files", (res.limit_hit, res.warning)
+    assert "files limit" in res.warning
+
+
+def test_a_small_file_git_cannot_record_is_a_limit_hit_not_a_silent_gap(make):
+    """Within every size and count limit, one file below a path too long for git and the exports:
+    the snapshot would miss it (the recorded tree differs from the real one), so the step fails
+    closed instead of recording a partial tree."""
+    services, out, _root = make()
+    res = run(services, out.sandbox_id, DEEP.format(levels=20, big=0, small=1))
+    assert res.limit_hit == "files", (res.limit_hit, res.warning, res.files_changed)
+    assert "cannot record" in res.warning and "path longer than" in res.warning
+    step = steps(services, out.sandbox_id)[-1]
+    assert step.outcome == "limit" and step.state_ref is None
+    fin = services.sandbox.finish(SandboxFinishInput(sandbox_id=out.sandbox_id, message="42"))
+    assert fin.reward == 0.0 and not fin.passed
+
+
+def test_scan_tree_counts_any_depth_with_few_descriptors(tmp_path):
+    """The walk opens folders relative to their parent: 60 levels of 250-byte names (15,000-byte
+    paths) are counted in full, with descriptors held only along the current chain."""
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _i in range(60):
+            os.mkdir("d" * 250, dir_fd=fd)
+            for k in range(3):
+                os.mkdir(f"side{k}", dir_fd=fd)  # siblings pending while the walk goes deeper
+            nfd = os.open("d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        w = os.open("f.bin", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(w, b"x" * 100_000)
+        os.close(w)
+    finally:
+        os.close(fd)
+    before = len(os.listdir("/proc/self/fd"))
+    scan = scan_tree(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == before  # every descriptor closed
+    assert scan.files == 1 and scan.bytes >= 100_000 and not scan.cut
+    assert scan.unaccounted > 0 and "path longer than" in scan.unaccounted_detail
+    cut = scan_tree(tmp_path, stop_bytes=50_000)
+    assert cut.cut and len(os.listdir("/proc/self/fd")) == before  # an early stop closes them too
+    shutil.rmtree(tmp_path / ("d" * 250))
+    (tmp_path / "a.txt").write_text("a")
+    assert scan_tree(tmp_path).files == 1 and scan_tree(tmp_path).unaccounted == 0
+
+
+# -- the server's own test run (red team, session 3) ---------------------------------------------
+TEST_RUN_REWARD = """
+[reward]
+aggregation = "all"
+[[reward.criteria]]
+id = "ran_the_tests"
+type = "test_run"
+"""
+
+FILLER_TEST = """import os
+import time
+
+
+def test_fill():
+    if "/trusted-" not in os.getcwd():
+        return  # the agent's own run: behave
+    for k in range(8):
+        with open("fill%d.bin" % k, "wb") as f:
+            f.write(os.urandom(2 << 20))
+    time.sleep(30)  # only the quota watch ends this before the wall limit
+"""
+
+
+def test_the_servers_test_run_has_the_disk_quota(tmp_path, bwrap_services):
+    """A test that writes only inside the server's run (it can tell that run from the agent's by its
+    cwd) filled the run's tree on the host with no limit hit; now the run is watched against the
+    task's disk_mb, killed, its result is ``none`` and the step records the limit."""
+    task_dir = write_task(
+        tmp_path / "tasks" / "trq",
+        "user/trusted-quota",
+        files={**FIXTURE, "tests/test_fill.py": FILLER_TEST},
+        limits="disk_mb = 8",
+        reward=TEST_RUN_REWARD,
+    )
+    settings = Settings(home=tmp_path / "home", isolation="bwrap", task_dirs=(task_dir.parent,))
+    services = Services.build(settings)
+    try:
+        out = services.sandbox.reset(SandboxResetInput(task_id="user/trusted-quota", agent_name="test"))
+        t0 = time.monotonic()
+        res = run(services, out.sandbox_id, "python -m pytest -q tests/test_fill.py")
+        assert time.monotonic() - t0 < 20  # killed by the quota watch, not the 30 s wall limit
+        assert res.exit_code == 0, res.stdout + res.stderr
+        step = steps(services, out.sandbox_id)[-1]
+        trusted = step.extra["trusted_run"]
+        assert trusted["result"] == "none" and trusted["limit_hit"] == "disk", trusted  # not wall_time
+        assert res.limit_hit == "disk" and step.extra["limit_hit"] == "disk" and step.outcome == "limit"
+        assert "server's test run" in res.warning
+        with pytest.raises(ActionError, match="over its disk limit"):
+            run(services, out.sandbox_id, "true")
+        root = settings.sandboxes_dir / out.sandbox_id
+        assert not list(root.glob("trusted-*"))  # the run's folder is gone
+    finally:
+        services.sandbox.close()
+        services.close()
