@@ -384,9 +384,9 @@ def test_a_small_file_git_cannot_record_is_a_limit_hit_not_a_silent_gap(make):
     assert fin.reward == 0.0 and not fin.passed
 
 
-def test_scan_tree_counts_any_depth_with_few_descriptors(tmp_path):
+def test_scan_tree_counts_any_depth_with_few_descriptors(tmp_path, monkeypatch):
     """The walk opens folders relative to their parent: 60 levels of 250-byte names (15,000-byte
-    paths) are counted in full, with descriptors held only along the current chain."""
+    paths) are counted in full, with descriptors held only along the current chain, all closed."""
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for _i in range(60):
@@ -401,13 +401,30 @@ def test_scan_tree_counts_any_depth_with_few_descriptors(tmp_path):
         os.close(w)
     finally:
         os.close(fd)
-    before = len(os.listdir("/proc/self/fd"))
+    live: set[int] = set()
+    peak = [0]
+    real_open, real_close = os.open, os.close
+
+    def counting_open(path, flags, *a, **kw):
+        got = real_open(path, flags, *a, **kw)
+        if flags & os.O_DIRECTORY:
+            live.add(got)
+            peak[0] = max(peak[0], len(live))
+        return got
+
+    def counting_close(fd):
+        live.discard(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    monkeypatch.setattr(os, "close", counting_close)
     scan = scan_tree(tmp_path)
-    assert len(os.listdir("/proc/self/fd")) == before  # every descriptor closed
+    assert not live and peak[0] <= 62  # every descriptor closed; never more than the chain's depth
     assert scan.files == 1 and scan.bytes >= 100_000 and not scan.cut
     assert scan.unaccounted > 0 and "path longer than" in scan.unaccounted_detail
     cut = scan_tree(tmp_path, stop_bytes=50_000)
-    assert cut.cut and len(os.listdir("/proc/self/fd")) == before  # an early stop closes them too
+    assert cut.cut and not live  # an early stop closes them too
+    monkeypatch.undo()
     shutil.rmtree(tmp_path / ("d" * 250))
     (tmp_path / "a.txt").write_text("a")
     assert scan_tree(tmp_path).files == 1 and scan_tree(tmp_path).unaccounted == 0
