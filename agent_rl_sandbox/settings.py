@@ -47,13 +47,34 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
-def _number(env, name: str, conv):
-    """``conv(env[name])``; a value that does not parse raises ``ValueError`` naming the variable."""
+def _number(env, name: str, conv, alternative: str = ""):
+    """``conv(env[name])``; a value that does not parse raises ``ValueError`` naming the variable
+    and what it expects (``alternative`` is appended to that, e.g. `` (or none / off)``)."""
     try:
         return conv(env[name])
     except ValueError:
         kind = "a whole number" if conv is int else "a number"
-        raise ValueError(f"{name}={env[name]!r} is not {kind}") from None
+        raise ValueError(f"{name}={env[name]!r} is not {kind}{alternative}") from None
+
+
+HOOK_SECONDS = {"AGENT_RL_SANDBOX_HOOK_TIMEOUT": 10.0, "AGENT_RL_SANDBOX_HOOK_LINGER": 20.0}
+"""The hook drainer's settings in seconds, and their defaults (``agents._drain``)."""
+
+
+def hook_seconds(name: str, env=None) -> float:
+    """The hook setting ``name`` (a key of :data:`HOOK_SECONDS`) in seconds: its default when unset
+    or empty. Raises ``ValueError`` naming the variable when it is not a number of seconds >= 0."""
+    env = os.environ if env is None else env
+    raw = env.get(name, "")
+    if not raw.strip():
+        return HOOK_SECONDS[name]
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name}={raw!r} is not a number of seconds (0 or more, default {HOOK_SECONDS[name]:g})")
+    return value
 
 
 def _default_home() -> Path:
@@ -173,11 +194,15 @@ class Settings(BaseModel):
             if raw:
                 values[key] = tuple(h.strip() for h in raw.split(",") if h.strip())
         if env.get("AGENT_RL_SANDBOX_HTTP_MAX_REQUEST_BYTES"):
-            values["http_max_request_bytes"] = int(env["AGENT_RL_SANDBOX_HTTP_MAX_REQUEST_BYTES"])
+            values["http_max_request_bytes"] = _number(env, "AGENT_RL_SANDBOX_HTTP_MAX_REQUEST_BYTES", int)
         for key in ("open_sandboxes", "running_commands", "pending_training", "steps_per_minute"):
-            raw = env.get(f"AGENT_RL_SANDBOX_QUOTA_{key.upper()}")
+            name = f"AGENT_RL_SANDBOX_QUOTA_{key.upper()}"
+            raw = env.get(name)
             if raw:
-                values[f"quota_{key}"] = None if raw.strip().lower() in ("none", "off") else int(raw)
+                off = raw.strip().lower() in ("none", "off")
+                values[f"quota_{key}"] = None if off else _number(env, name, int, " (or none / off for no limit)")
+        for name in HOOK_SECONDS:  # read by the hook's drainer, checked here so every command names a bad one
+            hook_seconds(name, env)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -201,7 +201,7 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
     ``wait_s`` is how long to wait for a drainer that is running already (``None``: do not wait;
     the report says ``locked_out``). Never raises for store problems: they are in the report, and
     the events stay queued."""
-    from agent_rl_sandbox.settings import Settings
+    from agent_rl_sandbox.settings import Settings, hook_seconds
     from agent_rl_sandbox.tools.store import Store
 
     settings = settings or Settings.from_env()
@@ -214,10 +214,7 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
         return report
     store = None
     try:
-        try:
-            busy = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_TIMEOUT", "10") or 10) / 2
-        except ValueError:
-            busy = 5.0
+        busy = hook_seconds("AGENT_RL_SANDBOX_HOOK_TIMEOUT") / 2  # a bad value: in the report, events stay queued
         idle_since = time.monotonic()
         swept = False
         while True:
@@ -262,10 +259,12 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
 
 def fold_inline() -> list[str]:
     """Fold the queue in the calling process (``AGENT_RL_SANDBOX_HOOK_DRAIN=inline``); its problems."""
+    from agent_rl_sandbox.settings import hook_seconds
+
     try:
-        wait = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_TIMEOUT", "10") or 10)
-    except ValueError:
-        wait = 10.0
+        wait = hook_seconds("AGENT_RL_SANDBOX_HOOK_TIMEOUT")
+    except ValueError as e:
+        return [f"bad setting {e}; the event is queued. Next step: fix or unset it"]
     return drain(wait_s=wait).problems
 
 
@@ -276,12 +275,14 @@ def main() -> int:
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the client's terminal closing must not cut a fold short
     logging.basicConfig(level=os.environ.get("AGENT_RL_SANDBOX_LOG_LEVEL", "WARNING"), format="%(message)s")
+    from agent_rl_sandbox.settings import hook_seconds
+
     try:
-        linger = float(os.environ.get("AGENT_RL_SANDBOX_HOOK_LINGER", "20") or 0)
-    except ValueError:
-        linger = 20.0
-    report = drain(linger_s=linger, wait_s=None)
-    for p in report.problems:
+        linger = hook_seconds("AGENT_RL_SANDBOX_HOOK_LINGER")
+        problems = drain(linger_s=linger, wait_s=None).problems
+    except ValueError as e:  # a bad setting (Settings.from_env names it): the events stay queued
+        problems = [f"bad setting {e}; events stay queued"]
+    for p in problems:
         log.warning("%s agent-rl-sandbox hook drain: %s", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), p)
     return 0
 

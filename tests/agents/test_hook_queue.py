@@ -121,3 +121,16 @@ def test_queue_and_folders_are_private(tmp_path, monkeypatch):
     rec = json.loads(queue.read_text())
     assert set(rec) == {"qid", "client", "at", "event"} and len(rec["qid"]) == 32 and rec["client"] == "claude-code"
     assert os.environ["AGENT_RL_SANDBOX_HOME"] == str(home)
+
+
+def test_a_bad_hook_setting_is_named_and_the_event_kept(tmp_path):
+    """AGENT_RL_SANDBOX_HOOK_TIMEOUT=abc in the hook's environment (inline fold): the hook still
+    exits 0 with nothing on stdout, names the variable and what it expects on stderr, and keeps
+    the event queued; once the value is fixed, the drain folds it."""
+    home = tmp_path / "home"
+    proc, _ = run_hook(home, SESSION[0], AGENT_RL_SANDBOX_HOOK_DRAIN="inline", AGENT_RL_SANDBOX_HOOK_TIMEOUT="abc")
+    assert proc.returncode == 0 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert "AGENT_RL_SANDBOX_HOOK_TIMEOUT='abc' is not a number of seconds" in err, err
+    assert (home / "hooks" / "queue.jsonl").read_bytes()
+    assert drain(home).stdout.startswith("folded 1")

@@ -24,6 +24,21 @@ def _cli(args, tmp_path, **env):
         (["serve"], {"AGENT_RL_SANDBOX_IDLE_SECONDS": "soon"}, "bad setting"),
         (["serve"], {"AGENT_RL_SANDBOX_ISOLATION": "bogus"}, "bad setting AGENT_RL_SANDBOX_ISOLATION='bogus'"),
         (["serve"], {"AGENT_RL_SANDBOX_JOB_MAX_STEPS": "many"}, "bad setting AGENT_RL_SANDBOX_JOB_MAX_STEPS='many'"),
+        *(
+            (
+                ["tasks", "list"],
+                {f"AGENT_RL_SANDBOX_{var}": value},
+                f"bad setting AGENT_RL_SANDBOX_{var}={value!r} is not {kind}",
+            )
+            for var, value, kind in (
+                ("QUOTA_OPEN_SANDBOXES", "abc", "a whole number (or none / off for no limit)"),
+                ("QUOTA_STEPS_PER_MINUTE", "1.5", "a whole number (or none / off for no limit)"),
+                ("HTTP_MAX_REQUEST_BYTES", "abc", "a whole number"),
+                ("HOOK_LINGER", "abc", "a number of seconds (0 or more, default 20)"),
+                ("HOOK_TIMEOUT", "abc", "a number of seconds (0 or more, default 10)"),
+                ("HOOK_TIMEOUT", "-1", "a number of seconds"),
+            )
+        ),
         (["score", "store"], {"AGENT_RL_SANDBOX_DATABASE_URL": "notaurl"}, "cannot open the store"),
         (
             ["score", "store"],
@@ -37,6 +52,9 @@ def test_user_errors_exit_2_without_traceback(tmp_path, args, env, needle):
     assert p.returncode == 2, p.stdout + p.stderr
     assert needle in p.stderr
     assert "Traceback" not in p.stderr and "╭─" not in p.stderr
+    if "bad setting AGENT" in needle:  # the next step names the variable too, never the parser's words
+        var = needle.split()[2].split("=")[0]
+        assert f"Next step: fix or unset {var}" in p.stderr and "invalid literal" not in p.stderr, p.stderr
 
 
 def _big(path, head: bytes, size: int = 65 * 1024 * 1024 + 1) -> str:
