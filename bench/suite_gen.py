@@ -7,6 +7,10 @@ and looping trajectories (three identical failing calls), repeated and missing t
 duplicate task ids, trajectories naming no task, and, with ``hostile``, values the fast report
 writer must hand back to the json module (floats below 1e-4, integers beyond 64 bits, index-like
 argument keys, control and non-ASCII characters).
+
+Command line: ``python bench/suite_gen.py N OUT.json [--seed S]`` writes the suite of ``N`` tasks
+(:func:`write_suite`; about 1 MB per 1,000 tasks) to ``OUT.json``, e.g. to try
+``agent-rl-sandbox score OUT.json --json`` on a suite of any size.
 """
 
 from __future__ import annotations
@@ -138,3 +142,28 @@ def write_suite(path: str, n: int, seed: int = 11) -> None:
                 f.write(("" if first else ", ") + json.dumps(tr))
                 first = False
         f.write('], "unhooks": ' + json.dumps(unhooks) + "}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``suite_gen.py N OUT.json [--seed S]``: write the suite, print its path and size; exit 0
+    (2, with argparse's usage line, for a bad argument)."""
+    import argparse
+    import os
+
+    ap = argparse.ArgumentParser(description="Write a deterministic Port Daddy suite of N tasks (about 1 MB per 1k).")
+    ap.add_argument("n", type=int, metavar="N", help="number of tasks (1 or more)")
+    ap.add_argument("out", metavar="OUT.json", help="file to write (replaced)")
+    ap.add_argument("--seed", type=int, default=11, help="random seed (default 11, the tests' and bench's)")
+    args = ap.parse_args(argv)
+    if args.n < 1:
+        ap.error("N must be 1 or more")
+    try:
+        write_suite(args.out, args.n, args.seed)
+    except OSError as e:
+        ap.exit(2, f"{ap.prog}: error: cannot write {args.out}: {e.strerror or e}\n")
+    print(f"wrote {args.out}: {args.n} tasks, {os.path.getsize(args.out):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

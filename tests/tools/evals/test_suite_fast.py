@@ -283,3 +283,22 @@ def test_defect_finds_the_first_bad_byte_across_chunks(tmp_path):
     bad = head + "é".encode() + b"\xff" + b'"]}'
     (tmp_path / "bad.json").write_bytes(bad)
     assert _suite_fast.defect(str(tmp_path / "bad.json")) == f"not UTF-8 text (byte {len(head) + 2})"
+
+
+def test_suite_gen_command_line_writes_write_suites_bytes(tmp_path):
+    """``python bench/suite_gen.py N OUT.json`` writes what ``write_suite(OUT, N)`` writes, and the
+    same bytes every time; a bad N is a usage error (exit 2)."""
+    out = tmp_path / "s.json"
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "suite_gen.py"), "30", str(out)], capture_output=True, text=True
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"wrote {out}: 30 tasks")
+    spec = importlib.util.spec_from_file_location("suite_gen_cli", ROOT / "bench" / "suite_gen.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.write_suite(str(tmp_path / "ref.json"), 30)
+    assert out.read_bytes() == (tmp_path / "ref.json").read_bytes()
+    assert len(json.loads(out.read_text())["tasks"]) >= 30
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "suite_gen.py"), "0", str(out)], capture_output=True)
+    assert bad.returncode == 2
