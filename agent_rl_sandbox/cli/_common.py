@@ -103,6 +103,16 @@ HomeOpt = Annotated[
 _ENV = {"sandbox_idle_seconds": "AGENT_RL_SANDBOX_IDLE_SECONDS"}
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 trajectory``, ``2 trajectories``: ``n`` and ``word``, or ``words`` (default: ``word`` +
+    ``s``, ``y`` -> ``ies``) when ``n`` is not 1."""
+    if n == 1:
+        return f"1 {word}"
+    if words is None:
+        words = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+    return f"{n} {words}"
+
+
 def settings(home: Path | None = None, task_dirs: list[Path] | None = None) -> Settings:
     """Settings from the environment, with ``--home`` and ``--task-dir`` applied.
 

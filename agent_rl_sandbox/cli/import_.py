@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, plural, settings
 from agent_rl_sandbox.cli._outcome import Outcome, finish
 
 
@@ -46,7 +46,8 @@ def import_files(
             try:
                 r = services.trajectories.import_file(p, format=fmt)
             except ActionError as e:  # unreadable path, unknown or undetectable format
-                typer.echo(f"error: {p}: {e.agent_text()}", err=True)
+                text = e.agent_text()  # most name the file already: never twice
+                typer.echo(f"error: {text}" if str(p) in text else f"error: {p}: {text}", err=True)
                 outcome = max(outcome, Outcome.BAD_INPUT)
                 continue
             reports.append(r)
@@ -59,11 +60,12 @@ def import_files(
     else:
         for r in reports:
             redacted = sum(r.redactions.values())
-            subs = f" ({len(r.subagents)} of them subagents)" if r.subagents else ""
+            k = len(r.subagents)
+            subs = "" if not k else " (1 of them a subagent)" if k == 1 else f" ({k} of them subagents)"
             typer.echo(
-                f"{r.file}: {r.format}, {len(r.trajectories)} trajectories{subs}, {r.steps} steps"
-                f" ({len(r.already_imported)} already imported, {r.missing_results} calls without result,"
-                f" {redacted} secrets redacted)"
+                f"{r.file}: {r.format}, {plural(len(r.trajectories), 'trajectory')}{subs}, {plural(r.steps, 'step')}"
+                f" ({len(r.already_imported)} already imported, {plural(r.missing_results, 'call')} without result,"
+                f" {plural(redacted, 'secret')} redacted)"
             )
             side = {k: v for k, v in r.skipped.items() if k.startswith("sidechain")}
             if side:  # subagent work not imported is said, never dropped silently

@@ -112,3 +112,20 @@ def test_score_json_big_declined_suite_says_why(tmp_path):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "the streaming scorer (no limit) cannot take it: no tasks" in p.stderr, p.stderr
     assert "--json" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_import_names_the_file_once_and_counts_in_words(tmp_path):
+    """``import`` of a broken JSON file names it once; a clean import's line says ``1 trajectory``."""
+    from pathlib import Path
+
+    broken = tmp_path / "atif_trunc.json"
+    broken.write_text('{"schema_version": "ATIF-v1.4", "steps": [')
+    p = _cli(["import", str(broken)], tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.count("atif_trunc.json") == 1, p.stderr
+    assert "not valid JSON" in p.stderr and "Traceback" not in p.stderr
+    fixture = Path(__file__).resolve().parents[1] / "fixtures/imports/atif/openhands__hello-world.trajectory.json"
+    ok = _cli(["import", str(fixture)], tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "atif, 1 trajectory, 6 steps (0 already imported, 1 call without result," in ok.stdout, ok.stdout
+    assert "trajectories" not in ok.stdout

@@ -17,7 +17,7 @@ def test_import_then_export_through_the_cli(tmp_path):
     home = ["--home", str(tmp_path / "home")]
     ok = runner.invoke(app, ["import", str(FIXTURES / "atif/openhands__hello-world.trajectory.json"), *home])
     assert ok.exit_code == 0, ok.output
-    assert "1 trajectories, 6 steps" in ok.output and "1 calls without result" in ok.output
+    assert "1 trajectory, 6 steps" in ok.output and "1 call without result" in ok.output
     bad = runner.invoke(app, ["import", str(FIXTURES / "claude_code/session-7f3c1a52.jsonl"), "--json", *home])
     assert bad.exit_code == 1
     report = json.loads(bad.output)[0]
