@@ -62,6 +62,11 @@ def score(
     from agent_rl_sandbox.tools.evals import is_store_input, report_json, score_and_gate, score_store
 
     resolved = settings(home, task_dir)
+    if not as_json and gate is None and (spec, task, baseline, unhooks, out) == (None,) * 5:
+        streamed = _big_suite(path)
+        if streamed is not None:  # a suite over the model path's size cap, scored by the streaming scorer
+            render_report(streamed[0], Console(), trajectory_count=streamed[1])
+            verdict(True)
     services = None
 
     def from_store(session_ids: list[str] | None, task_id: str | None) -> EvalReport:
@@ -107,6 +112,40 @@ def score(
     verdict(report.gate is None or report.gate.passed)
 
 
+def _big_suite(path: str) -> tuple[EvalReport, int] | None:
+    """For a Port Daddy suite file over the model path's size cap that the streaming scorer takes
+    (``tools._suite_fast``, no cap): the report's tables' content (the first ``MAX_TABLE_ROWS``
+    groups and trajectories) and its number of trajectories; else ``None`` (the usual path then
+    reports the file's defect or size)."""
+    import os
+
+    from agent_rl_sandbox.tools.evals._inputs import MAX_INPUT_BYTES
+
+    if os.path.splitext(path)[1].lower() in (".jsonl", ".ndjson") or not os.path.isfile(path):
+        return None
+    if os.path.getsize(path) <= MAX_INPUT_BYTES:
+        return None
+    from agent_rl_sandbox.schemas.reward import EvalReport
+    from agent_rl_sandbox.tools._suite_fast import Declined, score_suite_to
+
+    got: list[Any] = []
+
+    def keep(small: dict, by_task: list, trajectories: list, count: int) -> None:
+        got.extend((small, by_task, trajectories, count))
+
+    def no_write(data: bytes) -> None:  # pragma: no cover - summary= writes nothing
+        raise AssertionError("summary mode writes nothing")
+
+    try:
+        score_suite_to(path, os.path.basename(path), no_write, summary=keep)
+    except (Declined, OSError):
+        return None
+    small, by_task, trajectories, count = got
+    fields = {k: small[k] for k in ("kind", "source", "stats", "problems", "warnings", "summary")}
+    report = EvalReport.model_validate({**fields, "by_task": by_task, "trajectories": trajectories})
+    return report, count
+
+
 def _fmt(x: Any) -> str:
     if isinstance(x, bool):
         return "yes" if x else "no"
@@ -115,8 +154,9 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def render_report(report: EvalReport, console: Console) -> None:
-    """Print ``report`` (and its gate verdict) as rich tables."""
+def render_report(report: EvalReport, console: Console, trajectory_count: int | None = None) -> None:
+    """Print ``report`` (and its gate verdict) as rich tables. ``trajectory_count``: how many
+    trajectories the report has when ``report.trajectories`` holds only the first ones."""
     from rich.table import Table
 
     st = report.stats
@@ -165,8 +205,9 @@ def render_report(report: EvalReport, console: Console) -> None:
         for s in report.trajectories[:MAX_TABLE_ROWS]:
             bad = ", ".join(s.failed_criteria + [f"{c} (error)" for c in s.error_criteria])
             t.add_row(s.session_id, s.task_id or "-", _fmt(s.reward), _fmt(s.passed), _fmt(s.self_report_only), bad)
-        if len(report.trajectories) > MAX_TABLE_ROWS:
-            t.caption = f"first {MAX_TABLE_ROWS} of {len(report.trajectories)}; --json has all"
+        total = len(report.trajectories) if trajectory_count is None else trajectory_count
+        if total > MAX_TABLE_ROWS:
+            t.caption = f"first {MAX_TABLE_ROWS} of {total}; --json has all"
         console.print(t)
     if report.summary is not None:
         sm = report.summary

@@ -1335,13 +1335,25 @@ def defect(path: str) -> str | None:
     return f"not valid JSON: {why}, at byte {where} (line {line})"
 
 
-def score_suite_to(path: str, source: str, write: Callable[[bytes], Any], *, chunk: int = CHUNK_BYTES) -> None:
+def score_suite_to(
+    path: str,
+    source: str,
+    write: Callable[[bytes], Any],
+    *,
+    chunk: int = CHUNK_BYTES,
+    summary: Callable[[dict, list, list, int], Any] | None = None,
+) -> None:
     """Score the Port Daddy suite file ``path`` and pass the report's bytes to ``write`` in pieces.
 
     ``source`` is the report's ``source`` (the file's name). The bytes are those of
     ``report_json_bytes(score_suite_document(...))`` for the same file. Raises :class:`Declined`
     before the first ``write`` when the file is not a suite this scorer takes (see the module
-    docstring); ``OSError`` when it cannot be read."""
+    docstring); ``OSError`` when it cannot be read.
+
+    With ``summary``, nothing is written: ``summary(small, by_task, trajectories, count)`` gets the
+    report's small members (``stats``, ``summary``, ``warnings``, ...: a dict as in the report),
+    the first :data:`SUMMARY_ROWS` ``by_task`` groups and trajectory reports (dicts, in the
+    report's order) and the number of trajectory reports (for a table of a suite of any size)."""
     spool = _Spool(SPOOL_MEMORY_BYTES)
     try:
         with open(path, "rb") as f:
@@ -1354,12 +1366,18 @@ def score_suite_to(path: str, source: str, write: Callable[[bytes], Any], *, chu
             order, default_pass, need_unhooks, agent, unhooks = _check_top(run.top)
             if (order, default_pass) != (run.order, run.default_pass):
                 raise Declined("rewardSpec after the tasks")
-            _finish(run, need_unhooks, agent, unhooks, source, write)
+            _finish(run, need_unhooks, agent, unhooks, source, write, summary)
     finally:
         spool.close()
 
 
-def _finish(run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: str, write: Callable) -> None:
+SUMMARY_ROWS = 50
+"""``by_task`` groups and trajectory reports handed to ``score_suite_to``'s ``summary``."""
+
+
+def _finish(
+    run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: str, write: Callable, on_summary: Callable | None
+) -> None:
     spool, order, ids = run.spool, run.order, run.ids
     per_task_warnings: list[str] = []
     for k, tid in enumerate(ids):
@@ -1476,6 +1494,11 @@ def _finish(run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: st
         "trainingRows": training,
         "trajectories": lambda: (spool.get(run.n_ref[i]) for i in seq),
     }
+    if on_summary is not None:
+        groups = [g for _, g in zip(range(SUMMARY_ROWS), _groups(sorted_natives()), strict=False)]
+        heads = [orjson.loads(spool.get(run.n_ref[i])) for i in list(seq[:SUMMARY_ROWS])]
+        on_summary(small, groups, heads, n)
+        return
     write(b"{")
     for idx, key in enumerate(sorted([*small, *big])):
         out = [b",\n  " if idx else b"\n  ", dumps_indented(key), b": "]

@@ -302,3 +302,28 @@ def test_suite_gen_command_line_writes_write_suites_bytes(tmp_path):
     assert len(json.loads(out.read_text())["tasks"]) >= 30
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "suite_gen.py"), "0", str(out)], capture_output=True)
     assert bad.returncode == 2
+
+
+def test_table_of_a_suite_over_the_cap_is_the_model_paths_table(tmp_path, monkeypatch):
+    """``score SUITE`` (tables) on a suite over the size cap uses the streaming scorer and prints
+    the same tables as the model path prints for it under the cap (here the cap is lowered; 80
+    tasks, so the trajectory table's "first 50 of N" caption is checked too)."""
+    from typer.testing import CliRunner
+
+    from agent_rl_sandbox.cli import app
+    from agent_rl_sandbox.tools.evals import _inputs
+
+    spec = importlib.util.spec_from_file_location("suite_gen_t", ROOT / "bench" / "suite_gen.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    suite = tmp_path / "suite.json"
+    mod.write_suite(str(suite), 80)
+    home = ["--home", str(tmp_path / "home")]
+    runner = CliRunner()
+    usual = runner.invoke(app, ["score", str(suite), *home])
+    assert usual.exit_code == 0, usual.output
+    assert "first 50 of" in usual.output
+    monkeypatch.setattr(_inputs, "MAX_INPUT_BYTES", 1000)
+    streamed = runner.invoke(app, ["score", str(suite), *home])
+    assert streamed.exit_code == 0, streamed.output
+    assert streamed.output == usual.output
