@@ -4,6 +4,7 @@ worker.toml replaces it, and malformed files are refused with the key and a next
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -75,10 +76,11 @@ def test_stage_order():
 
 
 def _validate(tmp_path, doc):
-    ws = JobWorkspace.create(tmp_path / "jobs", "job-7", doc)
+    job_id = f"job-7-{os.getpid()}-{tmp_path.name}"  # unique: the stage sweep takes every process marked with it
+    ws = JobWorkspace.create(tmp_path / "jobs", job_id, doc)
     cmd = load_worker_config(tmp_path).stages["validate"]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path), "HF_HUB_OFFLINE": "1", **ws.env()}
-    res = run_stage("validate", cmd.argv, job_id="job-7", cwd=ws.root, log_path=ws.run_log, timeout_s=60, env=env)
+    res = run_stage("validate", cmd.argv, job_id=job_id, cwd=ws.root, log_path=ws.run_log, timeout_s=60, env=env)
     return res, ws
 
 

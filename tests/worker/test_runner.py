@@ -39,12 +39,19 @@ def _alive(pid: int) -> bool:
     return info is not None and info.state != "Z"
 
 
+def _job_id(tmp_path: Path) -> str:
+    """A job id unique to one test: the sweep takes every process on the machine whose marker names
+    the job, so two tests (pytest-xdist workers, other runs) sharing an id would kill each other's
+    stages."""
+    return f"job-{tmp_path.name}-{os.getpid()}"
+
+
 def _run(tmp_path: Path, script: str, **kw):
     (tmp_path / "stage.sh").write_text(script)
     return run_stage(
         "train",
         ["/bin/sh", str(tmp_path / "stage.sh")],
-        job_id=kw.pop("job_id", "job-1"),
+        job_id=kw.pop("job_id", _job_id(tmp_path)),
         cwd=tmp_path,
         log_path=tmp_path / "run.log",
         **kw,
@@ -54,7 +61,7 @@ def _run(tmp_path: Path, script: str, **kw):
 def test_exit_statuses_and_log(tmp_path):
     ok = _run(tmp_path, 'echo "out $AGENT_RL_SANDBOX_STAGE $AGENT_RL_SANDBOX_JOB_ID"; echo err >&2', timeout_s=20)
     assert (ok.status, ok.exit_code) == ("ok", 0)
-    assert (tmp_path / "run.log").read_text().splitlines() == ["out train job-1", "err"]
+    assert (tmp_path / "run.log").read_text().splitlines() == [f"out train {_job_id(tmp_path)}", "err"]
     bad = _run(tmp_path, "exit 3", timeout_s=20)
     assert (bad.status, bad.exit_code) == ("failed", 3)
 
@@ -70,7 +77,7 @@ def test_hung_stage_and_every_escapee_die_at_the_timeout(tmp_path):
     assert set(pids) <= res.killed_pids
     assert [p for p in pids if _alive(p)] == []
     assert time.monotonic() - t0 < 3.0 + 0.3 + 4.0
-    assert job_processes("job-1", pgid=None, since=0) == set()
+    assert job_processes(_job_id(tmp_path), pgid=None, since=0) == set()
 
 
 def test_daemons_of_a_stage_that_exited_zero_are_killed(tmp_path):
@@ -98,9 +105,11 @@ def test_other_jobs_processes_are_left_alone(tmp_path):
     """The sweep is scoped: a process of another job (its own marker, not our descendant) survives."""
     import subprocess
 
-    other = subprocess.Popen(["/bin/sleep", "30"], env={**os.environ, JOB_ENV: "job-other"}, start_new_session=True)
+    other = subprocess.Popen(
+        ["/bin/sleep", "30"], env={**os.environ, JOB_ENV: f"job-other-{os.getpid()}"}, start_new_session=True
+    )
     try:
-        res = _run(tmp_path, "sleep 300\n", timeout_s=0.5, grace_s=0.1, job_id="job-2")
+        res = _run(tmp_path, "sleep 300\n", timeout_s=0.5, grace_s=0.1)
         assert res.status == "timeout"
         assert _alive(other.pid)
     finally:
