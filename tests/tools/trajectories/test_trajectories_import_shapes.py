@@ -194,7 +194,7 @@ def test_cli_says_how_many_subagents_were_imported_and_which_were_not(tmp_path):
         app, ["import", str(CC / "slash-command-b1bf397b.jsonl"), "--home", str(tmp_path / "h")], env={"COLUMNS": "200"}
     )
     assert r.exit_code == 0, r.output
-    assert "2 trajectories (1 of them subagents)" in r.output
+    assert "2 trajectories (1 of them a subagent)" in r.output
     assert "subagent lines not imported: sidechain:warmup 1" in r.output
 
 
