@@ -48,6 +48,7 @@ import orjson
 from agent_rl_sandbox.tools._claims import ERROR_TEXT, success_claims
 from agent_rl_sandbox.tools._jsonout import dumps_indented
 from agent_rl_sandbox.tools._jsvalue import FINAL_TEXT_FIELDS, final_state_text, js_json, js_number, js_string, round3
+from agent_rl_sandbox.tools._nesting import nested_deeper_than
 
 CHUNK_BYTES = 1024 * 1024
 """Bytes of the file read (and handed to orjson) at a time."""
@@ -85,24 +86,6 @@ class Declined(Exception):
 # --------------------------------------------------------------------------------------------
 
 
-def _deep(value: Any, depth: int) -> bool:
-    """``tools.datasets._dataset.nested_deeper_than(value, MAX_DEPTH, depth)``."""
-    t = type(value)
-    if t is dict:
-        items: Any = value.values()
-    elif t is list:
-        items = value
-    else:
-        return False
-    if depth >= MAX_DEPTH:
-        return bool(value)
-    for item in items:
-        ti = type(item)
-        if (ti is dict or ti is list) and _deep(item, depth + 1):
-            return True
-    return False
-
-
 def _extras(obj: dict, known: frozenset, forbidden: frozenset, depth: int) -> None:
     """Decline a snake_case (or internal) key; check the nesting of the keys the model keeps as extras."""
     for k, v in obj.items():
@@ -111,7 +94,7 @@ def _extras(obj: dict, known: frozenset, forbidden: frozenset, depth: int) -> No
         if k in forbidden:
             raise Declined(k)
         tv = type(v)
-        if (tv is dict or tv is list) and _deep(v, depth + 1):
+        if (tv is dict or tv is list) and nested_deeper_than(v, MAX_DEPTH, depth + 1):
             raise Declined("too deep")
 
 
@@ -301,7 +284,7 @@ def _check_trajectory(tr: Any) -> tuple[str, list, list]:
             if type(args) is not dict:
                 raise Declined("args")
             for v in args.values():
-                if type(v) in _CONTAINERS and _deep(v, 6):
+                if type(v) in _CONTAINERS and nested_deeper_than(v, MAX_DEPTH, 6):
                     raise Declined("too deep")
         if not a.keys() <= _ACTION:
             _extras(a, _ACTION, frozenset(), 4)
@@ -328,7 +311,7 @@ def _check_trajectory(tr: Any) -> tuple[str, list, list]:
         if art.get("kind") == "store_verdict":
             raise Declined("store_verdict")
     final = tr.get("finalState")
-    if type(final) in _CONTAINERS and _deep(final, 3):
+    if type(final) in _CONTAINERS and nested_deeper_than(final, MAX_DEPTH, 3):
         raise Declined("too deep")
     if not tr.keys() <= _TRAJ:
         _extras(tr, _TRAJ, _TRAJ_NO, 2)
@@ -355,7 +338,7 @@ def _check_top(doc: dict) -> tuple[bool, float, bool, Any, list]:
     ta = type(agent)
     if agent is not None and ta is not str and ta is not dict:
         raise Declined("agent")
-    if ta is dict and _deep(agent, 1):
+    if ta is dict and nested_deeper_than(agent, MAX_DEPTH, 1):
         raise Declined("too deep")
     unhooks = doc.get("unhooks", [])
     if type(unhooks) is not list:
@@ -373,7 +356,7 @@ def _check_top(doc: dict) -> tuple[bool, float, bool, Any, list]:
         if k in _TOP_NO:
             raise Declined(k)
         tv = type(v)
-        if k not in _TOP and (tv is dict or tv is list) and _deep(v, 1):
+        if k not in _TOP and (tv is dict or tv is list) and nested_deeper_than(v, MAX_DEPTH, 1):
             raise Declined("too deep")
     return order, default_pass, need_unhooks, agent, unhooks
 
