@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -56,11 +57,52 @@ def serve_stdio(build: Callable[[], Any] | None = None) -> None:
     if owner is not None:
         owner.close_at_exit()
 
+    # SIGTERM/SIGHUP while the loop runs: a SystemExit raised by a Python-level handler in the
+    # middle of anyio's task groups can leave anyio re-delivering cancellation forever (seen in CI:
+    # serve hung after SIGTERM under load). So the loop takes the signals itself, cancels the server
+    # cleanly, and the SystemExit (which runs the atexit close) is raised after the loop has ended.
+    # The signals are blocked until the loop's handlers are in place, so none falls in between.
+    term = (signal.SIGTERM, signal.SIGHUP)
+    received: list[int] = []
+
     async def main() -> None:
         stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_fd, "wb"), encoding="utf-8"))
         low = server._lowlevel_server
-        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
-            await low.run(read_stream, write_stream, low.create_initialization_options())
+        async with anyio.create_task_group() as tg:
+            await tg.start(_cancel_on_signals, term, tg.cancel_scope, received)
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+                await low.run(read_stream, write_stream, low.create_initialization_options())
+            tg.cancel_scope.cancel()  # stdin closed: stop the signal watcher too
 
-    anyio.run(main)
+    signal.pthread_sigmask(signal.SIG_BLOCK, term)
+    try:
+        anyio.run(main)
+    finally:
+        if owner is not None:  # the loop's handlers are gone: SIGTERM/SIGHUP exit through SystemExit again
+            from agent_rl_sandbox.services import exit_on_term_signals
+
+            exit_on_term_signals()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, term)
+    if received:
+        raise SystemExit(128 + received[0])
+
+
+async def _cancel_on_signals(
+    signals: tuple[signal.Signals, ...],
+    scope: Any,
+    received: list[int],
+    *,
+    task_status: Any,
+) -> None:
+    """Take ``signals`` in the event loop (then unblock them), and on the first: note it in
+    ``received`` and cancel ``scope`` (the task group around the server)."""
+    import anyio
+
+    with anyio.open_signal_receiver(*signals) as arrivals:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        task_status.started()
+        async for signum in arrivals:
+            received.append(int(signum))
+            scope.cancel()
+            return
