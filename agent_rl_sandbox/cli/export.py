@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, plural, settings
 from agent_rl_sandbox.cli._outcome import BadInput, verdict
 
 FORMATS_HELP = "sft, dpo, kto, grpo, minimind_sft, minimind_dpo, minimind_agentic, atif, suite."
@@ -109,6 +109,7 @@ def export(
     else:
         m = res.manifest
         skipped = ", ".join(f"{k}={v}" for k, v in m.counts.items() if k not in ("considered", "selected"))
-        typer.echo(f"{m.format}: {m.rows} rows from {len(m.source_session_ids)} trajectories -> {res.data_path}")
+        n_traj = plural(len(m.source_session_ids), "trajectory")
+        typer.echo(f"{m.format}: {plural(m.rows, 'row')} from {n_traj} -> {res.data_path}")
         typer.echo(f"manifest: {res.manifest_path} (sha256 {m.sha256[:16]}...)" + (f"; {skipped}" if skipped else ""))
     verdict(valid)

@@ -62,6 +62,12 @@ def validate(
             tokenizer_path=tokenizer,
             progress=progress,
         )
+    if eval_file is not None and all(f.resolve() == eval_file.resolve() for f in files):
+        typer.echo(
+            f"note: {eval_file} is the --eval file itself, and no file is checked for leakage against "
+            "itself. Next step: pass the training file(s) and --eval the held-out file",
+            err=True,
+        )
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
     else:

@@ -134,6 +134,13 @@ def test_validate(tmp_path):
     assert cli("validate", str(bad)).exit_code == 1
     assert cli("validate", str(tmp_path / "missing.jsonl")).exit_code == 2
     assert_bad_input(cli("validate", str(SFT), "--kind", "nope"), "unknown kind 'nope'")
+    # the eval file alone is not compared with itself: said, not silently "OK"
+    itself = cli("validate", str(SFT), "--eval", str(SFT))
+    assert itself.exit_code == 0 and "is the --eval file itself" in itself.stderr
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(SFT.read_bytes())
+    leaked = cli("validate", str(copy), "--eval", str(SFT))
+    assert leaked.exit_code == 1 and "prompt_leak" in leaked.stdout and "itself" not in leaked.stderr
 
 
 def test_import(tmp_path):

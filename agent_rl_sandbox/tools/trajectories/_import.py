@@ -1156,6 +1156,25 @@ def detect_format(path: Path, data: bytes, whole: _Whole | None = None) -> str |
     return None
 
 
+def _undetected_why(data: bytes) -> str:
+    """Why :func:`detect_format` found nothing, for its error: ``": the file is empty"``, ``": not
+    UTF-8 (byte 0xff at offset 0)"``, ``": no line is JSON"`` or ``""`` (JSON, but no known shape)."""
+    if not data.strip():
+        return ": the file is empty"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        return f": not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})"
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            return ""
+    return ": no line is JSON"
+
+
 def _spawning_call(store: TrajectoryRepository, spawner: str, sub: _Traj) -> str | None:
     """The ``Task``/``Agent`` call of the stored main session whose ``prompt`` is the subagent's first message
     (how a standalone ``agent-<id>.jsonl`` without a ``.meta.json`` sidecar finds the call that spawned it)."""
@@ -1203,10 +1222,13 @@ def _import_bytes(
             raise ActionError(f"{path}: {whole.error}", "fix the JSON (a JSON Lines file needs one document a line)")
         format = detect_format(path, data, whole)
         if format is None:
-            raise ActionError(
-                f"cannot tell the format of {path}",
-                f"pass --format (one of {', '.join(IMPORT_FORMATS)})",
-            )
+            why = _undetected_why(data)
+            fix = f"pass --format (one of {', '.join(IMPORT_FORMATS)})"
+            if why.startswith(": the file is empty"):
+                fix = "check the path: there is nothing to import"
+            elif why.startswith(": not UTF-8"):
+                fix = "import the transcript file itself (JSON or JSON Lines, UTF-8), or " + fix
+            raise ActionError(f"cannot tell the format of {path}{why}", fix)
     if format not in IMPORT_FORMATS:
         raise ActionError(f"unknown import format {format!r}", f"use one of {', '.join(IMPORT_FORMATS)}")
     return _import_data(store, path, data, whole, format, task_lookup)

@@ -127,8 +127,26 @@ def test_a_non_empty_file_with_no_steps_is_an_error(store, tmp_path):
     assert not g.ok and {p.line for p in g.problems if p.line} == {1, 2}
     prose = tmp_path / "notes.txt"
     prose.write_text("not a trajectory\n")
-    with pytest.raises(ActionError, match="cannot tell the format"):
+    with pytest.raises(ActionError, match="cannot tell the format.*no line is JSON"):
         import_file(store.trajectories, prose)
+
+
+@pytest.mark.parametrize(
+    ("content", "why", "fix"),
+    [
+        (b"", "the file is empty", "nothing to import"),
+        (b"  \n\n", "the file is empty", "nothing to import"),
+        (b'{"a": 1}\n\xff\xfe{"b": 2}\n', "not UTF-8 (byte 0xff at offset 9)", "or pass --format"),
+        (b'{"a": 1}\n', "", "pass --format (one of"),
+    ],
+)
+def test_an_undetectable_file_says_why(store, tmp_path, content, why, fix):
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(content)
+    with pytest.raises(ActionError) as e:
+        import_file(store.trajectories, f)
+    assert e.value.message == f"cannot tell the format of {f}" + (f": {why}" if why else "")
+    assert fix in e.value.hint
 
 
 def test_reimport_adds_nothing_and_a_changed_file_links_to_the_earlier_import(store, tmp_path):
