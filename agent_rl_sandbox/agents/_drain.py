@@ -19,7 +19,9 @@ One drainer runs at a time per home (``<home>/hooks/drain.lock``, ``flock``). It
 5. with ``linger_s``, wait that long for more events before exiting (one process and one store
    connection serve a burst of hook events; the background drainer lingers
    ``AGENT_RL_SANDBOX_HOOK_LINGER`` seconds, default 20). Before exiting it releases the lock and
-   looks once more, so an event queued while it was leaving is never stranded.
+   looks once more, so an event queued while it was leaving is never stranded. A foreground drain
+   that finds the lock held touches ``drain.wanted.<store>``, and a lingering drainer stops
+   lingering at once (``hook drain`` does not wait out the linger).
 
 ``python -m agent_rl_sandbox.agents._drain`` is the background drainer the hook starts;
 ``agent-rl-sandbox hook drain`` runs :func:`drain` in the foreground (waits for a running drainer).
@@ -175,15 +177,26 @@ def _try_lock(folder: Path, key: str, wait_s: float | None) -> int | None:
     if fcntl is None:
         return fd
     deadline = time.monotonic() + (wait_s or 0)
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if wait_s is None or time.monotonic() >= deadline:
-                os.close(fd)
-                return None
-            time.sleep(_POLL_S)
+    wanted = folder / _wanted_name(key)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if wait_s is None or time.monotonic() >= deadline:
+                    os.close(fd)
+                    return None
+                wanted.touch()  # a drainer lingering for more events leaves now (see drain)
+                time.sleep(_POLL_S)
+    finally:
+        if wait_s is not None:
+            wanted.unlink(missing_ok=True)
+
+
+def _wanted_name(key: str) -> str:
+    """The file a waiting :func:`drain` touches so that a lingering drainer stops lingering."""
+    return f"drain.wanted.{key}"
 
 
 def _pending(folder: Path, key: str) -> bool:
@@ -230,7 +243,7 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
                         return report  # the store is not writable: the rest waits for the next drain
                 idle_since = time.monotonic()
                 continue
-            if time.monotonic() - idle_since < linger_s:
+            if time.monotonic() - idle_since < linger_s and not (folder / _wanted_name(key)).exists():
                 time.sleep(_POLL_S)
                 continue
             if not swept:  # once per drain, when the queue is empty

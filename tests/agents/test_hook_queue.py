@@ -134,3 +134,26 @@ def test_a_bad_hook_setting_is_named_and_the_event_kept(tmp_path):
     assert "AGENT_RL_SANDBOX_HOOK_TIMEOUT='abc' is not a number of seconds" in err, err
     assert (home / "hooks" / "queue.jsonl").read_bytes()
     assert drain(home).stdout.startswith("folded 1")
+
+
+def test_a_foreground_drain_does_not_wait_out_the_linger(tmp_path):
+    """The hook's background drainer lingers (here 120 s) for more events; ``hook drain`` finding
+    it there does not wait that out: the drainer sees the drain is wanted, leaves, and the
+    foreground drain takes the lock and finishes long before the linger would have ended."""
+    home = tmp_path / "home"
+    proc, _ = run_hook(home, SESSION[0], AGENT_RL_SANDBOX_HOOK_LINGER="120")
+    assert proc.returncode == 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not hooks.drainer_running(home, "default"):
+        time.sleep(0.05)
+    assert hooks.drainer_running(home, "default"), "the background drainer should be lingering"
+    t0 = time.monotonic()
+    done = drain(home)
+    took = time.monotonic() - t0
+    assert done.returncode == 0 and done.stdout.startswith("folded "), done.stderr
+    assert took < 60, took  # the linger is 120 s: waiting it out would fail this
+    assert not hooks.drainer_running(home, "default")
+    assert not (home / "hooks" / "drain.wanted.default").exists()
+    store = open_store(home)
+    assert [s.extra["event"] for s in only_trajectory(store).steps] == ["session_start"]
+    store.close()
