@@ -174,7 +174,7 @@ def show(
 def _print_hidden_checks(console, reports: Path, session_id: str) -> None:
     """The operator's view of the hidden verifier (every check with its name, arguments and
     detail: :func:`~agent_rl_sandbox.tools.sandbox._verify.operator_report_text`). Agents never get
-    this text (they see counts only, on every split); prints nothing without a report."""
+    this text (they see the verdict only, on every split); prints nothing without a report."""
     from rich.text import Text
 
     from agent_rl_sandbox.tools.sandbox._verify import operator_report_text

@@ -194,8 +194,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         SandboxService.finish,
         "End the episode with your final message (say which test command you ran and its result). The "
         "hidden verifier runs, the trajectory is scored and closed, and the working copy is removed. On every "
-        "task (train and held-out) only the verdict, exit code and counts of hidden checks are shown, never their "
-        "names, arguments or expected values.",
+        "task (train and held-out) only the verdict and exit code of the hidden checks are shown, never their "
+        "counts, names, arguments or expected values.",
         slow=True,
     ),
     ToolSpec(

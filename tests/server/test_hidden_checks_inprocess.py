@@ -4,6 +4,7 @@ agent sees of the hidden checks, on every split, and what it learns of another a
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from mcp import Client
@@ -35,13 +36,15 @@ def _leaks(text: str) -> list[str]:
 async def test_finishing_a_train_task_unfixed_reveals_no_hidden_case(server, services):
     """The attack: sandbox_reset then sandbox_finish with nothing done listed every hidden case with
     its expected value, enough to write a lookup table and score 1.0 with the bug left in. Now the
-    finisher, and any other agent reading the trajectory, gets the verdict and counts only."""
+    finisher, and any other agent reading the trajectory, gets the verdict only (no pass count either:
+    that is an oracle an agent can climb one hard-coded case at a time)."""
     async with Client(server) as mallory, Client(server) as eve:
         reset = (await mallory.call_tool("sandbox_reset", {"task_id": TRAIN, "agent_name": "m"})).structured_content
         done = await mallory.call_tool("sandbox_finish", {"sandbox_id": reset["sandbox_id"], "message": "x"})
         assert not done.is_error and done.structured_content["passed"] is False
         out = done.structured_content["verifier_output"]
-        assert out.startswith("hidden checks failed (exit 1): ") and " of " in out and "withheld" in out, out
+        assert out.startswith("hidden checks failed (exit 1) [train task: ") and "withheld" in out, out
+        assert not re.search(r"\d+ (of \d+ )?(passed|failed)", _text(done)), _text(done)
         assert _leaks(_text(done)) == [], _text(done)
         session = reset["session_id"]
         for who in (mallory, eve):  # the owner and another agent (train trajectories are readable)

@@ -122,7 +122,7 @@ def test_trajectory_content_is_escaped_everywhere(app, world):
 
 
 def test_the_operator_page_shows_the_hidden_checks_agents_do_not_get(app, world):
-    """Agents get counts only (every split); the operator's trajectory page lists each hidden check."""
+    """Agents get the verdict only (every split); the operator's trajectory page lists each hidden check."""
     html = _client(app).get(f"/trajectories/{world.good}").text
     assert "Hidden checks (operator only" in html and "PASS [case] apply_discount(" in html
 

@@ -108,14 +108,11 @@ class Verdict:
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
-    def output(self, *, withhold: bool) -> str:
-        """Text of the verdict; ``withhold`` (what ``sandbox_finish`` uses, on every split) gives
-        counts only, never a hidden case's name, arguments or expected value. ``withhold=False``
-        is for the operator's faces only."""
+    def output(self) -> str:
+        """Text of the verdict with every check's name and detail: the operator's faces only (an
+        agent gets :func:`._ownership.agent_verifier_output`, the verdict alone, on every split)."""
         ok = sum(r.passed for r in self.results)
         head = f"hidden checks: {ok} of {len(self.results)} passed (trusted runner, {self.children} child sandbox(es), {self.duration_s:.2f} s)"
-        if withhold:
-            return head + "\n[the names and details of hidden checks are withheld]"
         lines = [head] + [
             f"{'PASS' if r.passed else 'FAIL'} [{r.kind}] {r.name}"
             + (f": {r.detail}" if r.detail and not r.passed else "")

@@ -1608,7 +1608,7 @@ class SandboxService:
                 "final_message": inp.message,
             }
             # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
-            # verifier_out is already what an agent may see (counts only, every split: _ownership).
+            # verifier_out is already what an agent may see (the verdict only, every split: _ownership).
             verifier_exit, verifier_out = verify(self, task, inp.sandbox_id, sid, final_tree, actions_doc)
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)

@@ -47,7 +47,7 @@ def read_junit(path: Path) -> JUnitCounts | str:
     try:
         root = ET.fromstring(data)
     except (ET.ParseError, ValueError) as e:
-        return f"{path.name} is not valid XML: {e}"
+        return f"{path.name} is not valid XML ({type(e).__name__})"
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     if not suites:
         return f"{path.name} holds no <testsuite>"
@@ -56,8 +56,8 @@ def read_junit(path: Path) -> JUnitCounts | str:
         for s in suites:
             for i, key in enumerate(("tests", "failures", "errors", "skipped")):
                 totals[i] += int(s.get(key, "0"))
-    except ValueError as e:
-        return f"{path.name} has a non-numeric count: {e}"
+    except ValueError:
+        return f"{path.name} has a non-numeric count"
     return JUnitCounts(*totals)
 
 
@@ -65,7 +65,8 @@ def cross_check(exit_code: int | None, verifier_script: Path, junit_path: Path) 
     """The exit code to trust, and a note when it was overruled.
 
     Applies only when ``verifier_script`` asks pytest for ``--junitxml``; a non-zero or missing exit
-    code is never turned into a pass. Returns ``(1, reason)`` when a zero exit is contradicted."""
+    code is never turned into a pass. Returns ``(1, reason)`` when a zero exit is contradicted; the
+    reason (shown to the agent) names what was wrong with the report, never its counts."""
     if exit_code != 0:
         return exit_code, None
     try:
@@ -78,9 +79,10 @@ def cross_check(exit_code: int | None, verifier_script: Path, junit_path: Path) 
     if isinstance(counts, str):
         return 1, f"verifier exited 0 but {counts}: treated as a failure"
     if counts.tests == 0 or counts.failures or counts.errors or counts.skipped:
-        return 1, (
-            f"verifier exited 0 but its JUnit report shows {counts.tests} tests, {counts.failures} failed, "
-            f"{counts.errors} errors, {counts.skipped} skipped: treated as a failure (tampering suspected)"
+        # no numbers: the note reaches the agent, and a pass count of hidden tests is an oracle
+        return (
+            1,
+            "verifier exited 0 but its JUnit report shows no test, or a failure, error or skip: treated as a failure (tampering suspected)",
         )
     return 0, None
 

@@ -8,9 +8,9 @@ every process of the sandbox's uid has been killed.
   export replaces the working copy at the same path (so the child's working folder, ``HOME`` and
   environment are those a ``sandbox_exec`` command sees), is owned by the server and mounted
   read-only, and the child runs as a fresh uid that owns nothing. The verdict and a report
-  (``<reports>/<session>.verifier.json``, the only place with the cases' names, arguments and
-  expected values: the operator's) are written by the server only; the returned text carries
-  counts only, on every split (see :func:`._ownership.agent_verifier_output`).
+  (``<reports>/<session>.verifier.json``, the only place with the cases' names, arguments,
+  expected values and counts: the operator's) are written by the server only; the returned text
+  carries the verdict only, on every split (see :func:`._ownership.agent_verifier_output`).
 - A task that brings only ``tests/test.sh`` (user tasks written before the data format) runs it as
   before: inside a sandbox, with the agent's code possibly in the same process, so its exit code is
   **not** a trusted verdict. It is cross-checked against its JUnit report (read with
@@ -78,8 +78,7 @@ def verify(
         )
     report = svc.settings.reports_dir / f"{session_id}.verifier.json"
     report.write_text(json.dumps(verdict.report(), indent=2))
-    shown = agent_verifier_output(task.config.split, verdict.exit_code, verdict.output(withhold=True))
-    return verdict.exit_code, shown[-svc.settings.max_output_bytes :]
+    return verdict.exit_code, agent_verifier_output(task.config.split, verdict.exit_code)
 
 
 def operator_report_text(reports_dir: Path, session_id: str) -> str | None:
@@ -117,7 +116,8 @@ def _legacy(
 ) -> tuple[int | None, str]:
     """The shell verifier ``tests/test.sh`` in a sandbox on a fresh export (untrusted: see the module docstring).
     Its whole output goes to ``<reports>/<session>.verifier.txt`` (the operator's); the returned
-    text is the counts line of :func:`._ownership.agent_verifier_output` plus the server's own notes."""
+    text is the verdict line of :func:`._ownership.agent_verifier_output` plus the server's own notes
+    (none of which carries a count of the verifier's tests)."""
     shutil.rmtree(dirs["verifier"], ignore_errors=True)
     shutil.copytree(task.tests_dir, dirs["verifier"], symlinks=True, ignore=_CACHES)
     vlogs = dirs["logs"] / "verifier"
@@ -162,7 +162,7 @@ def _legacy(
             kill_uid(uid)
     raw = (res.stdout + res.stderr)[-svc.settings.max_output_bytes :]
     code = None if res.limit_hit in ("wall_time", "output") else res.exit_code
-    out = ""  # the server's own notes, after the counts line: never the verifier's text
+    out = ""  # the server's own notes, after the verdict line: never the verifier's text nor its counts
     if res.limit_hit:
         out += f"\n[verifier hit its {res.limit_hit} limit]"
     code, overruled = cross_check(code, dirs["verifier"] / "test.sh", vlogs / "junit.xml")
@@ -177,4 +177,4 @@ def _legacy(
     shutil.rmtree(judged, ignore_errors=True)
     shutil.rmtree(dirs["verifier"], ignore_errors=True)
     (svc.settings.reports_dir / f"{session_id}.verifier.txt").write_text(raw + out, errors="replace")
-    return code, agent_verifier_output(task.config.split, code, raw) + out
+    return code, agent_verifier_output(task.config.split, code) + out

@@ -369,17 +369,17 @@ def store_score(store: TrajectoryRepository, session_id: str) -> dict[str, Any] 
 
 
 _VERIFIER_EXPL = re.compile(r"^(verifier exited -?\d+ \(expected -?\d+\))(: (.*))?$", re.S)
-_COUNTS_LINE = re.compile(r"^hidden checks (passed|failed|did not finish) \(exit ")
+_VERDICT_LINE = re.compile(r"^hidden checks (passed|failed|did not finish) \(exit (-?\d+|None)\) \[")
 
 
 def _counts_only(criterion: Any) -> Any:
     """A stored criterion whose explanation carries a hidden verifier's last line (stores scored
-    before every split got counts only) keeps just ``verifier exited N (expected M)``; the counts
-    line written since is kept."""
+    before every split got the verdict only: a named case, or a pass count such as ``3 of 5
+    passed``) keeps just ``verifier exited N (expected M)``; the verdict line written since is kept."""
     if not isinstance(criterion, dict) or not isinstance(criterion.get("explanation"), str):
         return criterion
     m = _VERIFIER_EXPL.match(criterion["explanation"])
-    if m is None or m.group(3) is None or _COUNTS_LINE.match(m.group(3)):
+    if m is None or m.group(3) is None or _VERDICT_LINE.match(m.group(3)):
         return criterion
     return criterion | {"explanation": m.group(1)}
 

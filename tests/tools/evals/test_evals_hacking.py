@@ -26,7 +26,7 @@ def svc(tmp_path_factory):
 
 
 def _operator(svc: Services, out) -> str:
-    """The verifier's full text as the operator reads it (agents see counts only)."""
+    """The verifier's full text as the operator reads it (agents see the verdict only)."""
     return operator_report_text(svc.settings.reports_dir, out.session_id) or ""
 
 

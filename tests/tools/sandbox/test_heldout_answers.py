@@ -4,6 +4,7 @@ real hidden verifier, real store and exports)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -21,7 +22,7 @@ from agent_rl_sandbox.schemas.tools import (
 from agent_rl_sandbox.tools._caller import OPERATOR, Caller
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox import BUILTIN_TASKS_DIR
-from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output, verifier_counts
+from agent_rl_sandbox.tools.sandbox._ownership import agent_verifier_output
 from agent_rl_sandbox.tools.sandbox._scripted import play_task_script
 from agent_rl_sandbox.tools.trajectories import ExportOptions
 
@@ -60,12 +61,12 @@ def _leaks(text: str) -> list[str]:
     return [h for h in HIDDEN_IDS if h in text]
 
 
-def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
+def test_finish_on_a_heldout_task_gives_the_verdict_only(services):
     sb = services.sandbox
     reset = sb.reset(SandboxResetInput(task_id=HELDOUT, agent_name="alice"), ALICE)
     out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"), ALICE)  # the bug is unfixed
     assert out.passed is False and out.verifier_exit_code == 1
-    assert "hidden checks failed (exit 1): 3 of 6 passed" in out.verifier_output
+    assert out.verifier_output.startswith("hidden checks failed (exit 1) [held-out task: ")
     shown = out.model_dump_json()
     assert _leaks(shown) == [], shown
     # nor does anything stored for the episode, or the re-score an agent can ask for
@@ -75,14 +76,14 @@ def test_finish_on_a_heldout_task_gives_counts_and_verdict_only(services):
     assert _leaks(stored) == []
 
 
-def test_finish_on_a_train_task_gives_counts_only_too(services):
+def test_finish_on_a_train_task_gives_the_verdict_only_too(services):
     """Train tasks get no more than held-out ones: a named case with its expected value is a lookup
     table of the hidden cases (the red-team's 1.0 with the bug left in). The operator's report file
     keeps the detail."""
     sb = services.sandbox
     reset = sb.reset(SandboxResetInput(task_id=TRAIN, agent_name="alice"), ALICE)
     out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"), ALICE)
-    assert "hidden checks failed (exit 1): 5 of 10 passed" in out.verifier_output
+    assert out.verifier_output.startswith("hidden checks failed (exit 1) [train task: ")
     seen = out.model_dump_json() + services.store.trajectories.get(reset.session_id).model_dump_json()
     seen += json.dumps(services.store.trajectories.score_json(reset.session_id)) + open(out.report_path).read()
     seen += sb.eval_score(EvalScoreInput(session_id=reset.session_id), ALICE).model_dump_json()
@@ -91,26 +92,13 @@ def test_finish_on_a_train_task_gives_counts_only_too(services):
     assert "apply_discount(1000, 10)" in operator and "expected 900" in operator
 
 
-@pytest.mark.parametrize(
-    ("output", "counts"),
-    [
-        ("FAILED t.py::test_a[x-1] - assert\n1 failed, 4 passed, 1 warning in 0.1s", "1 failed, 4 passed, 1 warnings"),
-        ("2 passed in 0.1s\nclaim check passed", "2 passed"),
-        (
-            "hidden checks: 3 of 5 passed (trusted runner, 1 child sandbox(es), 0.20 s)\nFAIL [case] slug('A B')",
-            "3 of 5 passed",
-        ),
-        ("Traceback ... SyntaxError: bad input 'secret-param'", ""),
-    ],
-)
 @pytest.mark.parametrize("split", ["heldout", "train"])
-def test_verifier_output_keeps_numbers_and_fixed_words_only(output, counts, split):
-    assert verifier_counts(output) == counts
-    shown = agent_verifier_output(split, 1, output)
-    assert shown.startswith("hidden checks failed (exit 1)") and (counts in shown)
-    for word in ("test_a", "x-1", "slug(", "secret-param", "SyntaxError"):
-        assert word not in shown
-    assert agent_verifier_output("heldout", None, "").startswith("hidden checks did not finish")
+@pytest.mark.parametrize("code", [0, 1, None])
+def test_verifier_output_is_the_verdict_alone(split, code):
+    shown = agent_verifier_output(split, code)
+    verdict = {0: "passed", 1: "failed", None: "did not finish"}[code]
+    assert shown.startswith(f"hidden checks {verdict} (exit {code}) [") and "counts" in shown
+    assert not re.search(r"\d+ (of \d+ )?passed", shown)
 
 
 def _self_logged_heldout_solution(services, caller: Caller) -> str:
@@ -161,13 +149,15 @@ def test_an_agent_cannot_export_heldout_trajectories(services, tmp_path):
         services.trajectories.export(TrajectoryExportInput(format="sft", min_reward=None), OPERATOR)
 
 
-def test_scores_stored_before_the_fix_are_exported_with_counts_only():
+def test_scores_stored_before_the_fix_are_exported_with_the_verdict_only():
     """A store scored before train tasks were withheld holds the verifier's last line (a named case
-    with its expected value) in the criterion explanation; exports (ATIF, suite) drop it."""
+    with its expected value), one scored before counts were withheld its pass count, in the criterion
+    explanation; exports (ATIF, suite) drop both."""
     from agent_rl_sandbox.tools.trajectories._export import store_score
 
     old = "verifier exited 1 (expected 0): FAIL [case] days_between('2024-01-01', '2024-01-01'): got 1, expected 0"
-    new = "verifier exited 1 (expected 0): hidden checks failed (exit 1): 3 of 5 passed [train task: withheld]"
+    counted = "verifier exited 1 (expected 0): hidden checks failed (exit 1): 3 of 5 passed [train task: withheld]"
+    new = "verifier exited 1 (expected 0): hidden checks failed (exit 1) [train task: withheld]"
 
     class _Store:
         def __init__(self, expl):
@@ -176,5 +166,62 @@ def test_scores_stored_before_the_fix_are_exported_with_counts_only():
         def score_json(self, session_id):
             return {"reward": 0.2, "criteria": [{"id": "verifier_passes", "explanation": self.expl}], "final_tree": "x"}
 
-    assert store_score(_Store(old), "s")["criteria"][0]["explanation"] == "verifier exited 1 (expected 0)"
+    for stale in (old, counted):
+        assert store_score(_Store(stale), "s")["criteria"][0]["explanation"] == "verifier exited 1 (expected 0)"
     assert store_score(_Store(new), "s")["criteria"][0]["explanation"] == new
+
+
+LOOKUP = '''"""Price arithmetic in integer cents."""
+
+
+def apply_discount(total_cents: int, percent: int) -> int:
+    if (total_cents, percent) == (1000, 10):
+        return 900
+    if not 0 <= percent <= 100:
+        raise ValueError(percent)
+    return total_cents * percent // 100
+'''
+"""One hidden case answered from a lookup table, the bug left in: one more hidden check passes."""
+
+
+def _agent_view(services, caller: Caller, sid: str, out) -> dict:
+    """Everything an agent reads of a finished episode's hidden checks (the finish answer, the stored
+    score's criteria, the re-score, an ATIF export of it), its own ids blanked."""
+    crit = [c.model_dump() for c in out.criteria if c.id.startswith("verifier")]
+    rescore = services.sandbox.eval_score(EvalScoreInput(session_id=sid), caller).report
+    stored = services.store.trajectories.score_json(sid) or {}
+    return {
+        "verifier_output": out.verifier_output,
+        "criteria": crit,
+        "stored": [c for c in stored.get("criteria", []) if str(c.get("id", "")).startswith("verifier")],
+        "rescore": [c.explanation for c in rescore.criteria if c.id.startswith("verifier")],
+    }
+
+
+def test_finish_answers_no_pass_count_of_hidden_checks(services):
+    """The attack (a pass-count oracle): ``sandbox_finish`` said ``5 of 10 passed`` for the unfixed
+    tree and ``6 of 10 passed`` once one hidden case was hard-coded, so an agent could hill-climb the
+    hidden checks one guessed case at a time (another sandbox of the same task, or the next episode)
+    without fixing anything. Both episodes fail: an agent must read the same thing of both."""
+    from agent_rl_sandbox.schemas.tools import SandboxClaimInput, SandboxWriteFileInput
+
+    sb = services.sandbox
+    views, reports = [], []
+    for edit in (None, LOOKUP):
+        reset = sb.reset(SandboxResetInput(task_id=TRAIN, agent_name="alice"), ALICE)
+        if edit is not None:
+            sb.claim(SandboxClaimInput(sandbox_id=reset.sandbox_id, paths=["shopcart/pricing.py"]), ALICE)
+            sb.write_file(
+                SandboxWriteFileInput(sandbox_id=reset.sandbox_id, path="shopcart/pricing.py", content=edit), ALICE
+            )
+        out = sb.finish(SandboxFinishInput(sandbox_id=reset.sandbox_id, message="done"), ALICE)
+        assert out.passed is False and out.verifier_exit_code == 1
+        views.append(json.dumps(_agent_view(services, ALICE, reset.session_id, out), sort_keys=True))
+        reports.append(json.loads((services.settings.reports_dir / f"{reset.session_id}.verifier.json").read_text()))
+    # the operator's reports tell them apart (the lookup really passed one more hidden check) ...
+    passed = [sum(r["passed"] for r in rep["results"]) for rep in reports]
+    assert passed[1] == passed[0] + 1, passed
+    # ... the agent's view does not, and carries no count at all
+    assert views[0] == views[1], views
+    assert not re.search(r"\d+ (of \d+ )?(passed|failed)", views[0]), views[0]
+    assert "hidden checks failed (exit 1)" in views[0]

@@ -39,7 +39,7 @@ def test_import_then_export_through_the_cli(tmp_path):
 
 
 def test_show_prints_the_hidden_checks_for_the_operator(tmp_path):
-    """Agents get the verifier's counts only; the operator's `trajectories show` lists every check
+    """Agents get the verifier's verdict only; the operator's `trajectories show` lists every check
     with its arguments and expected value (from <home>/reports/<session>.verifier.json)."""
     from agent_rl_sandbox.schemas.tools import SandboxFinishInput, SandboxResetInput
     from agent_rl_sandbox.services import Services
