@@ -116,7 +116,7 @@ from agent_rl_sandbox.tools.sandbox._shims import EffectRecorder, ShimSet, saved
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
 from agent_rl_sandbox.tools.sandbox._verify import verify
-from agent_rl_sandbox.tools.store import SandboxRecord, Store
+from agent_rl_sandbox.tools.store import NewSandbox, SandboxRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -589,8 +589,6 @@ class SandboxService:
                     kill_uid(uid)
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
                 base, base_commit, rebuilt = self._restore_working_copy(sandbox_id, task, wc, row.base_commit, uid)
-                if row.status == "open" and row.session_id:
-                    self._abandon(row.session_id)
         else:
             sandbox_id = sandbox_capability()
             dirs = self._dirs(sandbox_id)
@@ -614,48 +612,39 @@ class SandboxService:
         # their inodes: a later rename or hard link is still watched
         note_secrets(dirs["repo"], dirs["root"], base.secrets if base is not None else None)
         tree = base.tree_hash if base is not None else wc.base_tree(base_commit)
-        agent_name = inp.agent_name
-        if agent_name is None and inp.sandbox_id is not None and row.session_id:
-            agent_name = self.store.trajectories.summary(row.session_id).agent.name
-        agent_name = agent_name or "unknown"
-        traj = self.store.trajectories.start(
-            agent={"name": agent_name},
-            task_id=task.id,
-            behaviour=task.config.behaviour,
-            split=task.config.split,
-            sandbox_id=sandbox_id,
-            owner=caller.owner_id if inp.sandbox_id is None else row.owner,
-        )
-        fields = dict(session_id=traj.session_id, status="open", isolation=self.isolation.kind, base_commit=base_commit)
-        if inp.sandbox_id is None:
-            self.store.sandboxes.add(
-                sandbox_id=sandbox_id, task_id=task.id, path=str(dirs["root"]), owner=caller.owner_id, **fields
-            )
-        else:
-            self.store.sandboxes.update(sandbox_id, claims=[], **fields)
         if base is not None:
             files = list(base.files)
         else:
             files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
             files = [f for f in files if f]
         Budget(dirs["root"], task.config.limits).start(len(files))
-        self.store.trajectories.append_steps(
-            traj.session_id,
-            [
-                {
-                    "source": "system",
-                    "message": task.instruction,
-                    "extra": {"event": "reset", "task_id": task.id, "base_commit": base_commit, "tree_hash": tree}
-                    | ({"rebuilt": rebuilt[:20]} if rebuilt else {}),
-                    "state_ref": tree,
-                }
-            ],
+        # the old episode closed, the new trajectory with its reset step, the sandbox row: one transaction
+        episode = self.store.begin_episode(
+            sandbox_id=sandbox_id,
+            task_id=task.id,
+            behaviour=task.config.behaviour,
+            split=task.config.split,
+            owner=caller.owner_id if inp.sandbox_id is None else row.owner,
+            agent_name=inp.agent_name,
+            isolation=self.isolation.kind,
+            base_commit=base_commit,
+            step={
+                "source": "system",
+                "message": task.instruction,
+                "extra": {"event": "reset", "task_id": task.id, "base_commit": base_commit, "tree_hash": tree}
+                | ({"rebuilt": rebuilt[:20]} if rebuilt else {}),
+                "state_ref": tree,
+            },
+            new=NewSandbox(path=str(dirs["root"]), owner=caller.owner_id) if inp.sandbox_id is None else None,
+            previous=row.session_id if inp.sandbox_id is not None and row.session_id else None,
+            abandon=inp.sandbox_id is not None and row.status == "open",
         )
+        agent_name = episode.agent_name
         self._touch(sandbox_id)
         cap = self.settings.max_result_items
         return SandboxResetOutput(
             sandbox_id=sandbox_id,
-            session_id=traj.session_id,
+            session_id=episode.session_id,
             task_id=task.id,
             instruction=task.instruction,
             files=files[:cap],

@@ -6,6 +6,7 @@ Public surface::
       .trajectories               TrajectoryRepository: start, log_steps, finish, import_trajectory, get, list...
       .sandboxes                  SandboxRepository: add, get, update, list -> SandboxRecord
       .hook_events                HookEventRepository: transaction(session_id) -> HookEventTx
+      .begin_episode(...)         a sandbox episode's start in one transaction -> EpisodeStart (NewSandbox)
     SandboxRecord, PendingEvent, AppendResult, BulkResult    typed records the repositories return
     StepRejected, TrajectoryExists    a bulk-imported step that cannot be stored; a bulk import's id is taken
     StoreError, OUTCOMES, new_id, utcnow, normalise_time
@@ -14,7 +15,7 @@ Public surface::
 
 Modules: ``_engine`` (engine creation), ``_schema`` (SQLAlchemy Core tables), ``_migrations`` (Alembic,
 run at open) with ``migrations/`` (env.py and versions/), ``_trajectories``, ``_sandboxes``,
-``_hook_events`` (repositories), ``_common`` (error, ids, times), ``_redact`` and ``_integrity`` (the
+``_hook_events`` (repositories), ``_episodes`` (the reset's rows in one transaction), ``_common`` (error, ids, times), ``_redact`` and ``_integrity`` (the
 write-path rules: secrets never reach the store, steps pair calls with results).
 
 Importing this package is light (SQLAlchemy, no Alembic, no detect-secrets): the hook command opens a
@@ -22,6 +23,7 @@ store on every event.
 """
 
 from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
+from agent_rl_sandbox.tools.store._episodes import EpisodeStart, NewSandbox
 from agent_rl_sandbox.tools.store._hook_events import HookEventRepository, HookEventTx, PendingEvent
 from agent_rl_sandbox.tools.store._integrity import step_problems, unanswered_calls
 from agent_rl_sandbox.tools.store._sandboxes import SandboxRecord, SandboxRepository
@@ -49,8 +51,10 @@ __all__ = [
     "OUTCOMES",
     "AppendResult",
     "BulkResult",
+    "EpisodeStart",
     "HookEventRepository",
     "HookEventTx",
+    "NewSandbox",
     "PendingEvent",
     "Redactor",
     "SandboxRecord",

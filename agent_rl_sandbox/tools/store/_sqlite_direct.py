@@ -85,6 +85,27 @@ class DirectSqlite:
                 self._conn.close()
             self._conn = None
 
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction on this connection, committed when the block ends
+        (rolled back when it raises). Raises :class:`WouldWait`, with nothing written, when the
+        connection is in use by another thread or the write lock is held elsewhere."""
+        with self._use() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                _raise_if_busy(e)
+                raise
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.OperationalError):
+                    _raise_if_busy(e)  # nothing was written: the waiting path can do it
+                raise
+
     def owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(known, owner)`` of one trajectory, read without waiting (:class:`WouldWait` where SQLite
         answers busy, e.g. another connection in exclusive locking mode)."""

@@ -6,7 +6,10 @@ the newest Alembic revision (:func:`~._migrations.ensure_schema`: one read when 
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent_rl_sandbox.tools.store._engine import make_engine
+from agent_rl_sandbox.tools.store._episodes import EpisodeStart, begin_episode
 from agent_rl_sandbox.tools.store._hook_events import HookEventRepository
 from agent_rl_sandbox.tools.store._migrations import ensure_schema
 from agent_rl_sandbox.tools.store._sandboxes import SandboxRepository
@@ -41,6 +44,11 @@ class Store:
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
         return self.engine.dialect.name
+
+    def begin_episode(self, **kw: Any) -> EpisodeStart:
+        """Record a sandbox episode's start (old trajectory closed, new one with its reset step, the
+        sandbox row) in one transaction: :func:`~._episodes.begin_episode`, same arguments."""
+        return begin_episode(self.trajectories, **kw)
 
     def close(self) -> None:
         """Release the database connections (the store must not be used afterwards)."""
