@@ -512,6 +512,13 @@ class Redactor:
                 out.append(s.index)
         return out
 
+    def clean(self, text: str) -> bool:
+        """True when no secret can be found in any string contained in ``text`` (a substring of it): the
+        screen (:meth:`screen`) leaves no pattern, and its conditions hold in any text containing the
+        strings, so :meth:`value` of a value whose strings are all in ``text`` returns it unchanged with no
+        count. Always False without the pre-filter (every pattern runs then)."""
+        return self._prefilter and not self.screen(text)
+
     def values_screened(self, values: Sequence[Any], *, batch: int = 256) -> list[tuple[Any, Counter[str]]]:
         """:meth:`value` of each of ``values`` (its result and counts, in order), for many at once: the
         strings of ``batch`` values are screened together (:meth:`screen`), so a batch with no secret

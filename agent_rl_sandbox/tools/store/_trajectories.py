@@ -33,6 +33,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from agent_rl_sandbox.schemas.trajectory import AgentInfo, Step, Trajectory, TrajectorySummary
 from agent_rl_sandbox.tools.errors import WouldWait
 from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
+from agent_rl_sandbox.tools.store._fast_steps import fast_rest
 from agent_rl_sandbox.tools.store._integrity import step_problems
 from agent_rl_sandbox.tools.store._schema import steps, trajectories
 from agent_rl_sandbox.tools.store._sqlite_direct import DirectSqlite
@@ -154,6 +155,8 @@ def _bad_text(value: Any, path: str = "") -> str | None:
     return None
 
 
+_SCREEN_BATCH = 256
+"""Steps of a bulk import screened for secrets together (:meth:`TrajectoryRepository._prepare_bulk`)."""
 _BULK_ROWS = 5000
 """Step rows per ``executemany`` of a bulk import (bounds one statement's parameter list)."""
 
@@ -655,45 +658,84 @@ class TrajectoryRepository:
         """Validate, redact and serialise every step once, before anything is written: per step
         ``(client_step_id, provenance, timestamp JSON, the rest of the step's JSON)``. The stored text is
         what :meth:`log_steps` writes for the same step (``keep_absent_timestamps``), byte for byte.
-        Raises :class:`StepRejected` for the first step that cannot be stored."""
+        Raises :class:`StepRejected` for the first step that cannot be stored.
+
+        Steps whose text :func:`~._fast_steps.fast_rest` proves (the common case) skip pydantic; those of
+        :data:`_SCREEN_BATCH` steps are screened for secrets at once (:meth:`~._redact.Redactor.clean` of
+        the strings the redactor would scan); a batch the screen does not clear, and every step
+        ``fast_rest`` cannot prove, take the pydantic way (:meth:`~._redact.Redactor.values_screened`,
+        then ``Step.model_validate``), which gives the same text or the error."""
+        counts: Counter[str] = Counter()
+        out: list[tuple] = []
+        stamps: dict[str, str] = {}
+        for start in range(0, len(items), _SCREEN_BATCH):
+            chunk = items[start : start + _SCREEN_BATCH]
+            rests: list[str | None] = []
+            strings: list[str] = []
+            for item in chunk:
+                mark = len(strings)
+                rest = fast_rest(item, strings)
+                if rest is None:
+                    del strings[mark:]
+                rests.append(rest)
+            if redact and strings and not self.redactor.clean("\n".join(strings)):
+                rests = [None] * len(chunk)  # a secret may be there: the exact way for all of them
+            slow = [j for j, r in enumerate(rests) if r is None]
+            done: dict[int, tuple] = {}
+            if slow:
+                datas = [{"timestamp": chunk[j].get("timestamp") or "", **chunk[j], "step_id": 1} for j in slow]
+                if redact:
+                    redacted = self.redactor.values_screened(datas)
+                    datas = [d for d, _ in redacted]
+                    for _, c in redacted:
+                        if c:
+                            counts.update(c)
+                for j, data in zip(slow, datas, strict=True):
+                    done[j] = self._prepare_one(start + j, data, stamps)
+            for j, (item, rest) in enumerate(zip(chunk, rests, strict=True)):
+                if rest is None:
+                    out.append(done[j])
+                elif ("e-" in rest or "0.0000" in rest) and _FLOAT_FORMS.search(rest):  # json's float text
+                    data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
+                    out.append(self._prepare_one(start + j, data, stamps))
+                else:
+                    stamp = item.get("timestamp") or ""
+                    ts = stamps.get(stamp)
+                    if ts is None:  # steps share few distinct times
+                        ts = stamps[stamp] = json.dumps(stamp, ensure_ascii=False)
+                    out.append((item.get("client_step_id"), item.get("provenance", "server"), ts, rest))
+        return out, counts
+
+    @staticmethod
+    def _prepare_one(i: int, data: dict[str, Any], stamps: dict[str, str]) -> tuple:
+        """One step the pydantic way (``data`` already redacted): :meth:`_prepare_bulk`'s tuple, or
+        :class:`StepRejected` naming step ``i``."""
         from pydantic import ValidationError
         from pydantic_core import PydanticSerializationError
 
-        counts: Counter[str] = Counter()
-        out: list[tuple] = []
         exclude = {"step_id", "timestamp"}
-        stamps: dict[str, str] = {}
-        datas = [{"timestamp": item.get("timestamp") or "", **item, "step_id": 1} for item in items]
-        if redact:
-            redacted = self.redactor.values_screened(datas)
-            datas = [d for d, _ in redacted]
-            for _, c in redacted:
-                if c:
-                    counts.update(c)
-        for i, data in enumerate(datas):
-            try:
-                step = Step.model_validate(data)
-            except ValidationError as e:
-                err = e.errors(include_url=False, include_input=False)[0]
-                raise StepRejected(i, _loc(err["loc"]), err["msg"]) from None
-            if not _pairs_up(step):
-                raise StepRejected(i, None, "; ".join(step_problems(step)))
-            try:
-                rest = step.model_dump_json(exclude_none=True, exclude=exclude)
-            except PydanticSerializationError:
-                bad = _bad_text(data)
-                raise StepRejected(i, bad, "text is not valid Unicode (a lone surrogate)") from None
-            if ("e-" in rest or "0.0000" in rest) and _FLOAT_FORMS.search(rest):
-                rest = json.dumps(
-                    step.model_dump(mode="json", exclude_none=True, exclude=exclude),
-                    ensure_ascii=False,
-                    separators=(",", ":"),
-                )
-            ts = stamps.get(step.timestamp)
-            if ts is None:  # steps share few distinct times
-                ts = stamps[step.timestamp] = json.dumps(step.timestamp, ensure_ascii=False)
-            out.append((step.client_step_id, step.provenance, ts, rest))
-        return out, counts
+        try:
+            step = Step.model_validate(data)
+        except ValidationError as e:
+            err = e.errors(include_url=False, include_input=False)[0]
+            raise StepRejected(i, _loc(err["loc"]), err["msg"]) from None
+        if not _pairs_up(step):
+            raise StepRejected(i, None, "; ".join(step_problems(step)))
+        try:
+            rest = step.model_dump_json(exclude_none=True, exclude=exclude)
+        except PydanticSerializationError:
+            bad = _bad_text(data)
+            raise StepRejected(i, bad, "text is not valid Unicode (a lone surrogate)") from None
+        if ("e-" in rest or "0.0000" in rest) and _FLOAT_FORMS.search(rest):
+            rest = json.dumps(
+                step.model_dump(mode="json", exclude_none=True, exclude=exclude),
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
+        ts = stamps.get(step.timestamp)
+        if ts is None:  # steps share few distinct times
+            ts = stamps[step.timestamp] = json.dumps(step.timestamp, ensure_ascii=False)
+        return (step.client_step_id, step.provenance, ts, rest)
 
     def import_trajectory(
         self,

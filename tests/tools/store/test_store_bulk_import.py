@@ -11,6 +11,8 @@ from sqlalchemy import select
 
 from agent_rl_sandbox.schemas.trajectory import Step
 from agent_rl_sandbox.tools.store import StoreError, step_problems
+from agent_rl_sandbox.tools.store._fast_steps import fast_rest
+from agent_rl_sandbox.tools.store._redact import _scanned
 from agent_rl_sandbox.tools.store._schema import steps as steps_table
 from agent_rl_sandbox.tools.store._schema import trajectories
 from agent_rl_sandbox.tools.store._trajectories import StepRejected, _pairs_up
@@ -143,3 +145,158 @@ def test_the_bulk_pairing_check_is_the_store_rule(call_ids, result_ids):
         }
     )
     assert _pairs_up(step) == (not step_problems(step))
+
+
+def _pydantic_rest(item: dict) -> str:
+    data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
+    return Step.model_validate(data).model_dump_json(exclude_none=True, exclude={"step_id", "timestamp"})
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_OBJ = st.dictionaries(st.text(max_size=8), _JSON, max_size=4)
+
+
+@st.composite
+def _partial_steps(draw) -> dict:
+    ids = draw(st.lists(st.sampled_from(["a", "b", "c"]), max_size=3, unique=True))
+    step: dict = {"message": draw(st.text(max_size=20))}
+    if draw(st.booleans()):
+        step["tool_calls"] = [{"tool_call_id": c, "function_name": "f", "arguments": draw(_OBJ)} for c in ids]
+    if draw(st.booleans()):
+        step["observation"] = {
+            "results": [
+                {
+                    "source_call_id": draw(st.one_of(st.none(), st.sampled_from(ids or ["a"]))),
+                    "content": draw(st.one_of(st.none(), st.text(max_size=10))),
+                }
+                for _ in range(draw(st.integers(0, 2)))
+            ]
+        }
+    for key, strategy in (
+        ("timestamp", st.sampled_from(["", "2026-11-29T10:00:00Z"])),
+        ("source", st.sampled_from(["user", "agent", "system"])),
+        ("metrics", st.one_of(st.none(), _OBJ)),
+        ("extra", _OBJ),
+        ("provenance", st.sampled_from(["server", "hook", "agent"])),
+        ("outcome", st.sampled_from(["ok", "error", "unknown"])),
+        ("exit_code", st.one_of(st.none(), st.integers(-3, 300))),
+        ("state_ref", st.one_of(st.none(), st.text(max_size=8))),
+        ("reward", st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False))),
+        ("done", st.booleans()),
+        ("client_step_id", st.one_of(st.none(), st.text(max_size=8))),
+    ):
+        if draw(st.booleans()):
+            step[key] = draw(strategy)
+    return step
+
+
+@settings(max_examples=400, deadline=None)
+@given(_partial_steps())
+def test_the_fast_step_text_is_pydantics(item):
+    """issue 16: ``fast_rest`` (a step's stored JSON without pydantic) writes pydantic's text whenever it
+    writes one, and collects the strings the redactor's walk scans."""
+    strings: list[str] = []
+    rest = fast_rest(item, strings)
+    expected = _pydantic_rest(item) if _pairs_up_dict(item) else None
+    if rest is not None:
+        assert rest == expected
+        found: list[str] = []
+        _scanned({"timestamp": "", **item, "step_id": 1}, found)
+        assert sorted(strings) == sorted(found)
+    else:  # only what it cannot prove: integers beyond 64 bits (orjson's range), or a step the store refuses
+        assert expected is None or any(v < -(2**63) or v >= 2**64 for v in _ints(item)), item
+
+
+def _ints(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _ints(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _ints(v)
+
+
+def _pairs_up_dict(item: dict) -> bool:
+    ids = [c["tool_call_id"] for c in item.get("tool_calls") or []]
+    results = (item.get("observation") or {}).get("results", [])
+    return len(set(ids)) == len(ids) and all(r["source_call_id"] in (None, *ids) for r in results)
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"reward": 1},  # pydantic writes 1.0
+        {"exit_code": True},
+        {"exit_code": 1.0},
+        {"done": 1},
+        {"timestamp": None},
+        {"message": _Str("a subclass")},
+        {"metrics": {1: "non-string key"}},
+        {"extra": {"big": 2**64}},
+        {"extra": {"when": __import__("datetime").datetime(2026, 1, 1)}},
+        {"unknown_field": 1},
+        {"source": ["agent"]},
+        {"tool_calls": [{"tool_call_id": "a", "function_name": "f", "arguments": "{}"}]},
+        {"tool_calls": [{"tool_call_id": "a", "function_name": "f"}] * 2},
+        {"observation": {"results": [{"source_call_id": "nope"}]}},
+        {"observation": {"results": [{"content": 3}]}},
+    ],
+)
+def test_the_fast_step_text_leaves_anything_unusual_to_pydantic(odd):
+    assert fast_rest({"message": "m", **odd}, []) is None
+
+
+def test_bulk_rows_through_the_fast_path_are_byte_identical_to_start_log_finish(store, monkeypatch):
+    """Most steps clean (the fast path, screened 256 at a time), a secret in the second batch (that batch
+    the exact way), small floats (json's text), an odd step (pydantic): the rows of start + log_steps +
+    finish, byte for byte, on both backends."""
+    from agent_rl_sandbox.tools.store._trajectories import TrajectoryRepository
+
+    steps = [
+        {
+            "source": "agent",
+            "message": f"step {i}: é 😀 \x1f \u2028 back\\slash\nnext",
+            "timestamp": "2026-11-29T10:00:00Z" if i % 3 else "",
+            "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "shell", "arguments": {"cmd": f"ls {i}"}}],
+            "observation": {"results": [{"source_call_id": f"c{i}", "content": f"{i} fine"}, {"content": None}]},
+            "metrics": {"prompt_tokens": i, "cost_usd": 0.00003 if i == 7 else 0.25, "none": None},
+            "extra": {"n": [i, {"k": None}]},
+            "provenance": "agent",
+            "outcome": "ok",
+            "exit_code": 0,
+            "client_step_id": f"imp:{i + 1}",
+        }
+        for i in range(600)
+    ]
+    steps[300]["message"] += f" {SECRET}"
+    steps[450]["reward"] = 1  # an int reward: pydantic's float
+    slow = []
+    real = TrajectoryRepository._prepare_one
+    monkeypatch.setattr(
+        TrajectoryRepository, "_prepare_one", staticmethod(lambda i, d, s: slow.append(i) or real(i, d, s))
+    )
+    repo = store.trajectories
+    bulk = repo.import_trajectory(session_id="new", steps_in=steps, **KW)
+    monkeypatch.undo()
+    repo.start(session_id="old", **KW)
+    res = repo.log_steps("old", steps, keep_absent_timestamps=True)
+    repo.finish("old", finished_at=repo.summary("new").finished_at)
+    assert _rows(store, "new") == _rows(store, "old")
+    assert bulk.redactions == res.redactions and sum(bulk.redactions.values()) == 1
+    assert set(slow) == {7, 450} | set(range(256, 512)), sorted(set(slow))[:5]

@@ -196,3 +196,114 @@ def test_a_concurrent_import_of_the_same_file_is_already_imported(store, tmp_pat
     assert first.steps == 6 and second.steps == 0
     assert second.already_imported == first.trajectories and not second.trajectories
     assert store.trajectories.list()[1] == 1 and store.trajectories.summary(first.trajectories[0]).step_count == 6
+
+
+def _varied_atif(session: str) -> dict:
+    """An ATIF document exercising every branch of the one-pass reader (``_atif_fast_steps``): RL keys in a
+    step's ``extra``, ATIF agent fields, results without ``source_call_id``, calls without results, a result
+    repeated, ``null`` and absent content, subagent references (usable and not), renumbered step ids, odd
+    times, ``null``/``""`` arguments, non-object metrics and extra, empty results and call lists."""
+    steps: list[dict] = [
+        {"step_id": 1, "source": "system", "message": "You are a coding agent.", "timestamp": ""},
+        {"step_id": 2, "source": "user", "message": None, "timestamp": 1764410400, "extra": ["not", "an object"]},
+    ]
+    for i in range(3, 40):
+        k = i % 10
+        s: dict = {
+            "step_id": i if k != 4 else f"s{i}",
+            "timestamp": f"2026-11-29T10:{i:02d}:00Z" if k != 5 else f"2026-11-29T12:{i:02d}:00+02:00",
+            "source": "agent",
+            "message": f'step {i}: é 😀 \u2028 "quoted" back\\slash\nnext line',
+            "tool_calls": [
+                {"tool_call_id": f"c{i}a", "function_name": "bash", "arguments": {"cmd": f"pytest -k {i}", "n": i}},
+                {"tool_call_id": f"c{i}b", "function_name": "read", "arguments": None if k == 2 else ""},
+            ],
+            "observation": {
+                "results": [
+                    {"source_call_id": f"c{i}a", "content": f"{i} passed"},
+                    {"source_call_id": f"c{i}b", "content": None if k == 3 else "ok"},
+                ]
+            },
+            "metrics": {"prompt_tokens": 10 * i, "cost_usd": 0.00003 if k == 6 else 0.25, "cached": None}
+            if k != 7
+            else "n/a",
+            "extra": {"note": "kept", "provenance": "server", "reward": 0.5, "outcome": "error", "exit_code": 2}
+            if k == 8
+            else {"state_ref": "abc123", "done": True, "outcome": "bogus", "client_step_id": "x"}
+            if k == 9
+            else {"z": 1, "a": [1, {"b": None}]},
+        }
+        if k == 0:
+            del s["observation"]  # two calls, no result: a failed step, both unanswered
+        elif k == 1:
+            s["observation"]["results"] = [{"content": "no id: answers the step"}]
+        elif k == 2:
+            s["observation"]["results"] = [{"source_call_id": f"c{i}a", "content": "first"}] * 2  # b unanswered
+        elif k == 3:
+            s["observation"]["results"].append({"source_call_id": f"c{i}a"})  # no content key
+            s["model_name"] = "m-1"
+            s["reasoning_content"] = "thinking"
+            s["reasoning_effort"] = None
+            s["extra"] = {"model_name": "in extra, replaced in place", "z": 2}
+        elif k == 4:
+            s["observation"]["results"][0]["subagent_trajectory_ref"] = [{"session_id": "sub", "trajectory_path": "x"}]
+            s["observation"]["results"][1]["subagent_trajectory_ref"] = ["not an object"]
+        elif k == 5:
+            s["tool_calls"], s["observation"] = [], {"results": []}
+        elif k == 6:
+            s["observation"] = {"results": "not a list"}
+        steps.append(s)
+    steps.append({"step_id": 99, "source": "user", "message": "thanks", "extra": {"model_name": "user-side"}})
+    return {
+        "schema_version": "ATIF-v1.5",
+        "session_id": session,
+        "agent": {"name": "varied", "version": "2", "model_name": "m"},
+        "notes": "kept in meta",
+        "extra": {"task_id": "t-9", "reward": 1.0, "final_message": "all done"},
+        "steps": steps,
+    }
+
+
+def test_the_one_pass_atif_reader_stores_what_the_general_reader_stored(tmp_path, monkeypatch):
+    """issue 16: ``_atif_fast_steps`` (one pass from the ATIF step to the partial step) against the general
+    path (``read_document``, ``_Traj`` builders, ``finalise``) on every ATIF fixture and sample and on a
+    document exercising each of its branches: the same reports (warnings included) and the same rows."""
+    varied = tmp_path / "varied.json"
+    varied.write_text(json.dumps(_varied_atif("varied-1")))
+    lines = tmp_path / "varied.jsonl"  # JSON Lines: a second document, and one the fast reader declines
+    bad = _varied_atif("varied-3")
+    bad["steps"][5]["tool_calls"][0]["function_name"] = ""
+    lines.write_text(json.dumps(_varied_atif("varied-2")) + "\n" + json.dumps(bad) + "\n")
+    samples = Path("/work/shared/samples/atif")
+    files = [varied, lines, *sorted((FIXTURES / "atif").rglob("*.json*"))]
+    files += sorted(samples.glob("*.json*")) if samples.is_dir() else []
+    real, taken = importer._atif_fast_steps, []
+
+    def spy(raws, line):
+        out = real(raws, line)
+        taken.append(out is not None)
+        return out
+
+    results = {}
+    for side in ("fast", "general"):
+        home = tmp_path / side
+        home.mkdir()
+        monkeypatch.setattr(importer, "_atif_fast_steps", spy if side == "fast" else lambda raws, line: None)
+        store = Store(f"sqlite:///{home}/store.db")
+        try:
+            reports = [import_file(store.trajectories, f, format="atif").model_dump(exclude={"file"}) for f in files]
+        finally:
+            store.close()
+        for r in reports:
+            for p in r["problems"]:
+                p.pop("file")
+        trajs, rows = _dump(f"sqlite:///{home}/store.db")
+        for t in trajs:  # times the store takes at write (no time in the file) differ by run
+            t.pop("created_at") if t["created_at"] > "2026-12" else None
+            t.pop("finished_at") if (t["finished_at"] or "") > "2026-12" else None
+        results[side] = reports, trajs, rows
+        monkeypatch.undo()
+    assert taken[:3] == [True, True, False] and sum(taken) >= 8, taken
+    assert any(p["severity"] == "warning" for r in results["fast"][0] for p in r["problems"])
+    assert results["fast"][0][0]["missing_results"] > 0 and results["fast"][0][0]["steps"] == 40
+    assert results["fast"] == results["general"]
