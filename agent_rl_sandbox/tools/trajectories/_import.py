@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from agent_rl_sandbox.schemas.trajectory import ImportProblem, ImportReport
 from agent_rl_sandbox.tools._gc import paused_gc
 from agent_rl_sandbox.tools.errors import ActionError
@@ -1222,6 +1224,26 @@ class _Whole:
     line: int | None = None
 
 
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+
+
+def _orjson_document(data: bytes, text: str) -> Any:
+    """``json.loads(text)``, read by orjson (about 2x faster), or ``None`` where orjson's reading could
+    differ from the json module's: text holding 19 digits in a row (orjson reads integers beyond 64 bits
+    as floats), text orjson refuses (NaN and Infinity, lone surrogate escapes, more than one value, bad
+    JSON: the json module's reading and errors then) and values nested deeper than orjson writes (254
+    levels: the json module stops near 1,000, orjson's reader at 1,024). Duplicate keys read alike (the
+    last value, at the first key's place)."""
+    if b"0" * 19 in data.translate(_DIGITS_TO_ZERO):
+        return None
+    try:
+        doc = orjson.loads(text)
+        orjson.dumps(doc)  # raises beyond 254 levels: then the json module's reading (its own depth limit)
+    except (ValueError, TypeError):  # orjson.JSONDecodeError is a ValueError; too deep to write, a TypeError
+        return None
+    return doc
+
+
 def _whole_document(data: bytes) -> _Whole:
     """Read ``data`` as one JSON document when it is one, whatever its size or line layout.
 
@@ -1236,6 +1258,9 @@ def _whole_document(data: bytes) -> _Whole:
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
         return _Whole()
+    doc = _orjson_document(data, text)
+    if doc is not None:
+        return _Whole(doc=doc)
     try:
         return _Whole(doc=json.loads(text))
     except RecursionError:

@@ -307,3 +307,40 @@ def test_the_one_pass_atif_reader_stores_what_the_general_reader_stored(tmp_path
     assert any(p["severity"] == "warning" for r in results["fast"][0] for p in r["problems"])
     assert results["fast"][0][0]["missing_results"] > 0 and results["fast"][0][0]["steps"] == 40
     assert results["fast"] == results["general"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(_varied_atif("whole")),
+        '{"steps": [], "a": 1, "b": 2, "a": 3}',  # duplicate keys: the last value at the first place
+        '{"n": [12345678901234567890, -9223372036854775809, 18446744073709551615, 1.5e300, -0.0, 1e-7, 0.1]}',
+        '{"f": [1E5, 2.2250738585072011e-308, 123456789.123456789, 5e-324, 1.7976931348623157e308, 3.0]}',
+        '{"x": NaN, "y": -Infinity}',
+        '{"s": "lone \\ud800 surrogate, pair \\ud83d\\ude00, \\u00e9 \\n \\" \\\\ \\/"}',
+        "\ufeff" + '{"bom": true}',
+        '{"a": 1}\n{"a": 2}\n',  # JSON Lines
+        '{"a": 1, }',  # broken
+        '{"a": 1e400}',
+        "[" * 300 + "]" * 300,
+        "[" * 995 + "]" * 995,
+        "[" * 1010 + "]" * 1010,
+        '{"deep": ' + '{"k": ' * 260 + "1" + "}" * 260 + "}",
+    ],
+)
+def test_the_whole_document_reads_as_the_json_module_reads_it(text, monkeypatch):
+    """issue 16: a whole document is read by orjson where its reading is the json module's (the same value,
+    types included: ints, floats, -0.0, duplicate keys) and by the json module everywhere else."""
+    data = text.encode("utf-8", "surrogatepass")
+    fast = importer._whole_document(data)
+    monkeypatch.setattr(importer, "_orjson_document", lambda data, text: None)
+    general = importer._whole_document(data)
+    assert (repr(fast.doc), fast.error, fast.line) == (repr(general.doc), general.error, general.line)
+
+
+def test_orjson_reads_ordinary_documents():
+    doc = _varied_atif("whole")
+    text = json.dumps(doc)
+    assert importer._orjson_document(text.encode(), text) == doc
+    for declined in ('{"n": 12345678901234567890}', '{"x": NaN}', '{"s": "\\ud800"}', "[" * 300 + "]" * 300):
+        assert importer._orjson_document(declined.encode(), declined) is None
