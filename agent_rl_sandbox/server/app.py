@@ -52,6 +52,7 @@ from agent_rl_sandbox.server._front import (
     next_step_middleware,
     session_lifespan,
 )
+from agent_rl_sandbox.server._lean_schema import lean_schema
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools._caller import Caller
@@ -683,6 +684,8 @@ def build_tools(services: Binder, *, caller_of: CallerOf = session_caller, admit
             structured_output=True,
         )
         tool.parameters["additionalProperties"] = False  # closed_arguments_middleware enforces it
+        if tool.fn_metadata.output_schema is not None:  # the same instances accepted, cheaper for the client
+            tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
         tools.append(tool)
     return tools
 
