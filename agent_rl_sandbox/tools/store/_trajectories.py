@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pydantic_core import PydanticSerializationError
 from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
@@ -58,8 +59,37 @@ def unknown_trajectory(session_id: str) -> StoreError:
 class _Prepared:
     step: Step
     has_ts: bool
-    data: dict[str, Any]
-    """The step as stored (JSON-ready), with placeholder ``step_id``/``timestamp``."""
+    rest: str
+    """The step's stored JSON without its ``step_id`` and ``timestamp`` (:func:`_rest_json`)."""
+
+
+_NOT_REST: set[str] = {"step_id", "timestamp"}
+
+
+def _rest_json(step: Step) -> str:
+    """``step``'s stored JSON object without ``step_id`` and ``timestamp`` (the first two fields of
+    :class:`Step`, which :func:`_stored_json` writes in front): byte for byte
+    ``json.dumps(step.model_dump(mode="json", exclude_none=True, exclude=...), ensure_ascii=False,
+    separators=(",", ":"))``, from pydantic's JSON writer where it writes the same (:data:`_FLOAT_FORMS`),
+    else from that expression itself (also for text pydantic cannot write, a lone surrogate)."""
+    try:
+        rest = step.model_dump_json(exclude_none=True, exclude=_NOT_REST)
+    except PydanticSerializationError:
+        rest = ""
+    if not rest or (("e-" in rest or "0.0000" in rest) and _FLOAT_FORMS.search(rest)):
+        rest = json.dumps(
+            step.model_dump(mode="json", exclude_none=True, exclude=_NOT_REST),
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+    return rest
+
+
+def _stored_json(step_id: int, timestamp: str, rest: str) -> str:
+    """The ``data_json`` of a step: ``{"step_id":..,"timestamp":..,`` then the fields of ``rest``
+    (:func:`_rest_json`), which is ``json.dumps`` of the whole step dumped with those two set."""
+    ts = json.dumps(timestamp, ensure_ascii=False)
+    return f'{{"step_id":{step_id},"timestamp":{ts}{"," if rest != "{}" else ""}{rest[1:]}'
 
 
 def _finished(session_id: str) -> StoreError:
@@ -456,18 +486,18 @@ class TrajectoryRepository:
             item.pop("step_id", None)  # the store numbers steps
             has_ts = bool(item.get("timestamp")) or keep_absent_timestamps
             data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
-            if redact:
-                data, c = self.redactor.value(data)
-                counts.update(c)
+            if redact:  # the screened walk finds what value() finds (tests/tools/trajectories/test_redact_screen.py)
+                data, c = self.redactor.value_screened(data)
+                if c:
+                    counts.update(c)
             step = Step.model_validate(data)
-            problems = step_problems(step)
-            if problems:
+            if not _pairs_up(step):
                 raise StoreError(
-                    f"step {i} is malformed: {'; '.join(problems)}",
+                    f"step {i} is malformed: {'; '.join(step_problems(step))}",
                     "give each tool call of a step its own tool_call_id and point each observation result "
                     "at one of them (or at none)",
                 )
-            out.append(_Prepared(step, has_ts, step.model_dump(mode="json", exclude_none=True)))
+            out.append(_Prepared(step, has_ts, _rest_json(step)))
         return out, counts
 
     @staticmethod
@@ -498,11 +528,11 @@ class TrajectoryRepository:
 
     @staticmethod
     def _number(session_id: str, prepared: list[_Prepared], existing: dict[str, Step], first_id: int, now: str):
-        """Assign step ids from ``first_id``; returns the insert rows and, per input, ``(step_id, data, created)``
-        with ``data`` the stored dict for new steps or the stored :class:`Step` for retries."""
+        """Assign step ids from ``first_id``; returns the insert rows and, per input, ``(step_id, stored,
+        created)`` with ``stored`` the timestamp written for new steps or the stored :class:`Step` for retries."""
         rows: list[dict] = []
         plan: list[tuple[int, Any, bool]] = []
-        batch: dict[str, tuple[int, dict]] = {}
+        batch: dict[str, tuple[int, str]] = {}
         next_id = first_id
         for p in prepared:
             cid = p.step.client_step_id
@@ -510,35 +540,33 @@ class TrajectoryRepository:
                 plan.append((existing[cid].step_id, existing[cid], False))
                 continue
             if cid is not None and cid in batch:  # repeated inside the batch: the first one wins
-                sid_, d = batch[cid]
-                plan.append((sid_, d, False))
+                sid_, ts = batch[cid]
+                plan.append((sid_, ts, False))
                 continue
-            d = dict(p.data)
-            d["step_id"] = next_id
-            d["timestamp"] = p.data["timestamp"] if p.has_ts else now
+            ts = p.step.timestamp if p.has_ts else now
             rows.append(
                 dict(
                     session_id=session_id,
                     step_id=next_id,
                     client_step_id=cid,
                     provenance=p.step.provenance,
-                    data_json=json.dumps(d, ensure_ascii=False, separators=(",", ":")),
+                    data_json=_stored_json(next_id, ts, p.rest),
                 )
             )
             if cid is not None:
-                batch[cid] = (next_id, d)
-            plan.append((next_id, d, True))
+                batch[cid] = (next_id, ts)
+            plan.append((next_id, ts, True))
             next_id += 1
         return rows, plan
 
     @staticmethod
     def _result(prepared: list[_Prepared], plan: list[tuple[int, Any, bool]], step_count: int) -> AppendResult:
         out: list[Step] = []
-        for p, (step_id, d, _created) in zip(prepared, plan, strict=True):
-            if isinstance(d, Step):
-                out.append(d)
+        for p, (step_id, stored, _created) in zip(prepared, plan, strict=True):
+            if isinstance(stored, Step):
+                out.append(stored)
             else:
-                out.append(p.step.model_copy(update={"step_id": step_id, "timestamp": d["timestamp"]}))
+                out.append(p.step.model_copy(update={"step_id": step_id, "timestamp": stored}))
         return AppendResult(steps=out, created=[c for _, _, c in plan], step_count=step_count)
 
     def _append_locked(
