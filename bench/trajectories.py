@@ -11,6 +11,11 @@ baseline measured in the same run.
   re-validates every structured result against the output schema with ``jsonschema``, which the plain
   no-op, declaring none, skips) from the tool's own work.
 - **stdio MCP** (``agent-rl-sandbox serve``'s code in a subprocess): the same two calls over real stdio.
+- With ``--compare-root DIR`` (another source tree, e.g. a ``git archive`` of the code before): its
+  ``trajectory_log_step`` too, over stdio as a fourth call of each round (its own server process and
+  store), in process in a process of its own running the same rounds against its own no-ops, in blocks
+  of :data:`BLOCK` rounds alternating with this tree's (single calls interleaved across processes would
+  put each of its calls right after a process switch, on cold caches).
 - **Bulk import** (the issue 16 goal: at least 0.3x): ``import_file`` of a generated ATIF document (and a
   Codex rollout) of N steps, against appending the same records to a JSONL file (``json.dumps`` + write +
   fsync: the least a file-based recorder does), interleaved A B A B over several rounds on one filesystem
@@ -62,11 +67,103 @@ NOOP_SERVER = textwrap.dedent(
             ref = LoggedStepRef(step_id=1, client_step_id=step.client_step_id, created=True)
             return TrajectoryLogStepOutput(session_id=session_id, steps=[ref], step_count=1)
 
+        get = server._tool_manager.get_tool
+        get("noop_typed").fn_metadata.output_schema = get("trajectory_log_step").fn_metadata.output_schema
         return server
 
     serve_stdio(build)
     """
 )
+
+
+_OTHER_IN_PROCESS = textwrap.dedent(
+    """
+    import json, sys, tempfile, time
+    from pathlib import Path
+    import anyio
+    from mcp import Client
+    from agent_rl_sandbox.server.app import build_server
+    from agent_rl_sandbox.settings import Settings
+    from agent_rl_sandbox.schemas.tools import LoggedStepInput, LoggedStepRef, TrajectoryLogStepOutput
+
+    def step_of(i):  # bench/trajectories.py's _step
+        return {
+            "message": f"ran the tests, attempt {i}",
+            "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "shell", "arguments": {"command": "pytest -q"}}],
+            "observation": {"results": [{"source_call_id": f"c{i}", "content": "4 passed in 0.05s"}]},
+            "client_step_id": f"s{i}",
+        }
+
+    async def main(home):
+        server = build_server(Settings(home=home))
+
+        @server.tool()
+        async def noop(step: dict) -> dict:
+            return {"ok": True}
+
+        @server.tool()
+        async def noop_typed(session_id: str, step: LoggedStepInput) -> TrajectoryLogStepOutput:
+            ref = LoggedStepRef(step_id=1, client_step_id=step.client_step_id, created=True)
+            return TrajectoryLogStepOutput(session_id=session_id, steps=[ref], step_count=1)
+
+        get = server._tool_manager.get_tool
+        get("noop_typed").fn_metadata.output_schema = get("trajectory_log_step").fn_metadata.output_schema
+        async with Client(server) as client:
+            res = await client.call_tool("trajectory_start", {"agent_name": "bench-other"})
+            sid = res.structured_content["trajectory"]["session_id"]
+            for line in sys.stdin:
+                offset, count = map(int, line.split())
+                out = [[], [], []]
+                for i in range(offset, offset + count):
+                    step = step_of(i)
+                    for k, (name, args) in enumerate(
+                        (("trajectory_log_step", {"session_id": sid, "step": step}), ("noop", {"step": step}),
+                         ("noop_typed", {"session_id": sid, "step": step}))
+                    ):
+                        t = time.perf_counter()
+                        res = await client.call_tool(name, args)
+                        out[k].append(time.perf_counter() - t)
+                        assert not res.is_error, res
+                print(json.dumps(out), flush=True)
+        server.services.close()
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "home").mkdir()
+        anyio.run(main, Path(d) / "home")
+    """
+)
+"""The in-process rounds of :func:`_measure` in another source tree (``--compare-root``), its own server
+with the same two no-ops: reads ``offset count`` per line, runs that block of rounds, answers the seconds
+of each call as JSON ``[log_step, no-op, typed no-op]`` lists."""
+
+
+class _OtherInProcess:
+    """The other tree's in-process rounds, one block per :meth:`block` (the other process times its calls)."""
+
+    def __init__(self, root: Path):
+        env = dict(os.environ, PYTHONPATH=str(root.resolve()))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _OTHER_IN_PROCESS],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def block(self, offset: int, count: int) -> list[list[float]]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{offset} {count}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the other tree's in-process bench stopped (see its stderr above)")
+        return json.loads(line)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def _step(i: int) -> dict:
@@ -83,7 +180,9 @@ def _report(label: str, n: int, seconds: float, base_n: int, base_seconds: float
     print(f"{label:<34} {rate:>10,.0f} steps/s   baseline ({base_label}) {base:>10,.0f}/s   ratio {rate / base:6.2f}x")
 
 
-def _latency_report(label: str, log: list[float], noop: list[float], typed: list[float]) -> None:
+def _latency_report(
+    label: str, log: list[float], noop: list[float], typed: list[float], other: list[float], root: Path | None
+) -> None:
     a, b, c = statistics.median(log), statistics.median(noop), statistics.median(typed)
     print(
         f"{label:<34} median {a * 1000:6.2f} ms   no-op tool {b * 1000:6.2f} ms   ratio {a / b:5.2f}x"
@@ -91,6 +190,12 @@ def _latency_report(label: str, log: list[float], noop: list[float], typed: list
         f"{'':<34} typed no-op (same input and output schemas) {c * 1000:6.2f} ms   ratio {a / c:5.2f}x;"
         f" the typed no-op is {c / b:5.2f}x the no-op"
     )
+    if other:
+        o = statistics.median(other)
+        print(
+            f"{'':<34} the code in {root}, interleaved: median {o * 1000:6.2f} ms, ratio {o / b:5.2f}x the no-op,"
+            f" {o / c:5.2f}x the typed no-op; this code is {o / a:4.2f}x faster"
+        )
 
 
 def _register_typed_noop(server) -> None:
@@ -100,11 +205,23 @@ def _register_typed_noop(server) -> None:
         ref = LoggedStepRef(step_id=1, client_step_id=step.client_step_id, created=True)
         return TrajectoryLogStepOutput(session_id=session_id, steps=[ref], step_count=1)
 
+    _same_output_schema(server)
 
-async def _measure(client, calls: int, sid: str, offset: int) -> tuple[list[float], list[float], list[float]]:
-    """``calls`` rounds, each a ``trajectory_log_step``, the no-op and the typed no-op with the same step:
-    seconds per call of each."""
-    log, noop, typed = [], [], []
+
+def _same_output_schema(server) -> None:
+    """Give the typed no-op the output schema ``trajectory_log_step`` lists (where this tree writes it
+    leaner than pydantic does, ``server/_lean_schema.py``), so both cost the client the same to check."""
+    get = server._tool_manager.get_tool
+    get("noop_typed").fn_metadata.output_schema = get("trajectory_log_step").fn_metadata.output_schema
+
+
+async def _measure(
+    client, calls: int, sid: str, offset: int, other=None
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """``calls`` rounds, each a ``trajectory_log_step``, the no-op and the typed no-op with the same step
+    (and, with ``other``, the other tree's ``trajectory_log_step``: an async function of the step's number
+    answering its seconds): seconds per call of each."""
+    log, noop, typed, others = [], [], [], []
     for i in range(calls):
         step = _step(offset + i)
         t = time.perf_counter()
@@ -119,10 +236,16 @@ async def _measure(client, calls: int, sid: str, offset: int) -> tuple[list[floa
         res = await client.call_tool("noop_typed", {"session_id": sid, "step": step})
         typed.append(time.perf_counter() - t)
         assert not res.is_error, res
-    return log, noop, typed
+        if other is not None:
+            others.append(await other(offset + i))
+    return log, noop, typed, others
 
 
-async def in_process(settings: Settings, calls: int) -> None:
+BLOCK = 20
+"""Rounds per block when another tree runs in process: this tree's block, then the other's, alternating."""
+
+
+async def in_process(settings: Settings, calls: int, compare_root: Path | None = None) -> None:
     from mcp import Client
 
     from agent_rl_sandbox.server.app import build_server
@@ -135,31 +258,84 @@ async def in_process(settings: Settings, calls: int) -> None:
         return {"ok": True}
 
     _register_typed_noop(server)
-    async with Client(server) as client:
-        sid = (await client.call_tool("trajectory_start", {"agent_name": "bench"})).structured_content["trajectory"][
-            "session_id"
-        ]
-        await _measure(client, 20, sid, 10**6)  # warm up
-        log, noop, typed = await _measure(client, calls, sid, 0)
-    _latency_report("trajectory_log_step, in process", log, noop, typed)
+    peer = _OtherInProcess(compare_root) if compare_root is not None else None
+    try:
+        async with Client(server) as client:
+            sid = (await client.call_tool("trajectory_start", {"agent_name": "bench"})).structured_content[
+                "trajectory"
+            ]["session_id"]
+            await _measure(client, 20, sid, 10**6)  # warm up
+            if peer is None:
+                log, noop_s, typed, _ = await _measure(client, calls, sid, 0)
+            else:
+                # Each tree in its own process, in blocks (A B A B): both see the same pattern of calls
+                # after a switch of process (the first call of a block runs on cold caches).
+                peer.block(10**6, 20)
+                log, noop_s, typed, theirs = [], [], [], [[], [], []]
+                for start in range(0, calls, BLOCK):
+                    n = min(BLOCK, calls - start)
+                    a, b, c, _ = await _measure(client, n, sid, start)
+                    log, noop_s, typed = log + a, noop_s + b, typed + c
+                    for mine, got in zip(theirs, peer.block(start, n), strict=True):
+                        mine.extend(got)
+    finally:
+        if peer is not None:
+            peer.close()
+    _latency_report("trajectory_log_step, in process", log, noop_s, typed, [], None)
+    if peer is not None:
+        _latency_report(f"  the code in {compare_root}", *theirs, [], None)
+        print(
+            f"{'':<34} this code's log_step is {statistics.median(theirs[0]) / statistics.median(log):4.2f}x faster"
+            f" ({BLOCK}-round blocks, each tree in its own process, interleaved)"
+        )
     server.services.close()  # type: ignore[attr-defined]
 
 
-async def over_stdio(settings: Settings, calls: int) -> None:
-    from mcp import Client, StdioServerParameters
+def _stdio_params(settings: Settings, home: Path, pythonpath: str | None):
+    from mcp import StdioServerParameters
 
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "PYTHONPATH")}
-    env.update(AGENT_RL_SANDBOX_HOME=str(settings.home), AGENT_RL_SANDBOX_LOG_LEVEL="WARNING", HF_HUB_OFFLINE="1")
+    env.update(AGENT_RL_SANDBOX_HOME=str(home), AGENT_RL_SANDBOX_LOG_LEVEL="WARNING", HF_HUB_OFFLINE="1")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     if settings.database_url:
         env["AGENT_RL_SANDBOX_DATABASE_URL"] = settings.database_url
-    params = StdioServerParameters(command=sys.executable, args=["-c", NOOP_SERVER], env=env)
-    async with Client(params, read_timeout_seconds=60) as client:
+    return StdioServerParameters(command=sys.executable, args=["-c", NOOP_SERVER], env=env)
+
+
+async def over_stdio(settings: Settings, calls: int, compare_root: Path | None = None) -> None:
+    from contextlib import AsyncExitStack
+
+    from mcp import Client
+
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            Client(_stdio_params(settings, settings.home, None), read_timeout_seconds=60)
+        )
         sid = (await client.call_tool("trajectory_start", {"agent_name": "bench-stdio"})).structured_content[
             "trajectory"
         ]["session_id"]
-        await _measure(client, 20, sid, 10**6)
-        log, noop, typed = await _measure(client, calls, sid, 0)
-    _latency_report("trajectory_log_step, stdio", log, noop, typed)
+        other = None
+        if compare_root is not None:
+            home = settings.home.parent / "home-other"
+            home.mkdir(exist_ok=True)
+            peer = await stack.enter_async_context(
+                Client(_stdio_params(settings, home, str(compare_root.resolve())), read_timeout_seconds=60)
+            )
+            peer_sid = (await peer.call_tool("trajectory_start", {"agent_name": "bench-other"})).structured_content[
+                "trajectory"
+            ]["session_id"]
+
+            async def other(i: int) -> float:
+                t = time.perf_counter()
+                res = await peer.call_tool("trajectory_log_step", {"session_id": peer_sid, "step": _step(i)})
+                took = time.perf_counter() - t
+                assert not res.is_error, res
+                return took
+
+        await _measure(client, 20, sid, 10**6, other)
+        log, noop_s, typed, others = await _measure(client, calls, sid, 0, other)
+    _latency_report("trajectory_log_step, stdio", log, noop_s, typed, others, compare_root)
 
 
 def _atif_document(steps: int, session: str) -> tuple[dict, list[dict]]:
@@ -340,7 +516,10 @@ def main() -> None:
     ap.add_argument("--mcp-only", action="store_true", help="only the two log_step comparisons (no bulk import)")
     ap.add_argument("--import-only", action="store_true", help="only the bulk import comparison")
     ap.add_argument(
-        "--compare-root", type=Path, help="also time import_file from this source tree (e.g. the code before)"
+        "--compare-root",
+        type=Path,
+        help="also time trajectory_log_step (in process and over stdio) and import_file from this source tree "
+        "(e.g. a `git archive` of the code before), interleaved",
     )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -350,8 +529,8 @@ def main() -> None:
         settings.home.mkdir(parents=True)
         print(f"store: {settings.db_url}   load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         if not args.import_only:
-            anyio.run(in_process, settings, args.calls)
-            anyio.run(over_stdio, settings, args.calls)
+            anyio.run(in_process, settings, args.calls, args.compare_root)
+            anyio.run(over_stdio, settings, args.calls, args.compare_root)
         if not args.mcp_only:
             formats = [f.strip() for f in args.import_formats.split(",") if f.strip()]
             bulk_import(settings, args.import_steps, tmp, args.import_rounds, formats, args.compare_root)
