@@ -32,6 +32,7 @@ def build_worker(settings: Settings, *, lease_s: float = 60.0, worker_id: str | 
             behaviour=selection.get("behaviour"),
             task_id=selection.get("task_id"),
             agent_name=selection.get("agent_name"),
+            created_before=selection.get("created_before"),  # the request time: rows the approver could see
             # the canonical spec stores an omitted min_reward as None, which the export reads as "every
             # finished trajectory, scored or not": failing episodes would become SFT data. Omitted
             # means the export's default (passing trajectories only).

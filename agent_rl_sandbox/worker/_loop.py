@@ -6,7 +6,9 @@ are killed by the job marker), then claim the oldest ``queued`` job (a lease; se
 :meth:`~agent_rl_sandbox.tools.jobs.JobRepository.claim`) and run it:
 
 1. workspace ``<home>/jobs/<job id>/`` with ``job.json`` (spec, hashes, approval, dataset);
-   a store selection is materialised there (``dataset/``) and hashed first.
+   a store selection is materialised there (``dataset/``) and hashed first, and a local base model
+   folder is digested again: one that no longer matches the approved ``base_model_sha256`` fails
+   the job (``base_model_changed``) before any stage runs.
 2. stages in :data:`~._config.STAGE_ORDER`, each with :func:`~._runner.run_stage`, while a heartbeat
    thread renews the lease every ``lease_s / 3`` seconds. A heartbeat refused (the job was cancelled
    or recovered by another worker) stops the running stage.
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_rl_sandbox.tools.jobs import JobRecord, JobRepository, TransitionRefused
+from agent_rl_sandbox.tools.jobs._model_digest import ModelDigestError, model_digest
 from agent_rl_sandbox.worker._config import STAGE_ORDER, WorkerConfig
 from agent_rl_sandbox.worker._reap import become_subreaper, clock_ticks_now, kill_job_processes
 from agent_rl_sandbox.worker._results import append_result
@@ -50,6 +53,21 @@ log = logging.getLogger(__name__)
 
 Materialiser = Callable[[dict[str, Any], Path], Path]
 """``(store selection dict, out folder) -> data file``: exports a store selection to a file."""
+
+
+def _base_model_changed(spec: dict[str, Any]) -> str | None:
+    """Why the spec's local base-model folder no longer matches the digest the approval bound
+    (``base_model_sha256``), or ``None`` (it matches, or the model is a registry name)."""
+    want = spec.get("base_model_sha256")
+    if want is None:
+        return None
+    try:
+        got = model_digest(Path(str(spec.get("base_model"))).resolve())
+    except (ModelDigestError, OSError) as e:
+        return f"cannot read {spec.get('base_model')}: {e}"
+    if got != want:
+        return f"{spec.get('base_model')} holds other files than at approval ({got} != {want}); request the job again"
+    return None
 
 
 def _sha256(path: Path) -> str:
@@ -200,6 +218,11 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - any export failure fails this job, not the worker
                 ws.log(f"dataset: {exc}")
                 state = self._finish(job.job_id, "failed", f"dataset_unavailable: {exc}", expect_from="running")
+                return self._done(job, ws, state, started, results)
+            changed = _base_model_changed(job.spec)
+            if changed is not None:
+                ws.log(f"base model: {changed}")
+                state = self._finish(job.job_id, "failed", f"base_model_changed: {changed}", expect_from="running")
                 return self._done(job, ws, state, started, results)
             state = self._stages(job, ws, beat, results)
         except BaseException as exc:  # the worker is stopping (SIGTERM, Ctrl-C): fail the job now

@@ -53,6 +53,10 @@ def test_a_store_selection_is_materialised_hashed_and_validated(tmp_path):
         req = services.jobs.request(spec, AGENT)
         jid = req.job.job_id
         services.jobs.approve(jid, req.job.spec_hash, who="alice", note="store selection")
+        # an episode that ends after the request is not in the approved job's data (red team, session 4:
+        # the selection bound no rows, so later trajectories joined it)
+        late = play_task_script(services.sandbox, "claim-before-edit/train-2", "oracle", agent="base")
+        assert late.finish.get("reward") == 1.0, late.finish
         assert w.run(once=True) == 1
         job = services.jobs.repo.get(jid)
         ws = settings.jobs_dir / jid
@@ -71,5 +75,13 @@ def test_a_store_selection_is_materialised_hashed_and_validated(tmp_path):
         assert "stage validate: ok" in run_log
         (row,) = read_results(settings.jobs_dir / "results.csv")
         assert row["job_id"] == jid and row["dataset_hash"] == ds["sha256"]
+        # the model folder the human approved (its digest is in the spec) changed before the worker ran
+        again = services.jobs.request(spec, AGENT)
+        services.jobs.approve(again.job.job_id, again.job.spec_hash, who="alice", note="same model")
+        (model / "config.json").write_text('{"auto_map": {"AutoModel": "evil.Model"}}')
+        assert w.run(once=True) == 1
+        swapped = services.jobs.repo.get(again.job.job_id)
+        assert swapped.state == "failed" and swapped.reason.startswith("base_model_changed: "), swapped.reason
+        assert not (settings.jobs_dir / again.job.job_id / "dataset_report.json").exists()  # no stage ran
     finally:
         services.close()

@@ -3,7 +3,8 @@
 Canonical form: the spec as JSON (``model_dump(mode="json")``, defaults filled in), a dataset
 file's path made absolute and normalised (``os.path.normpath`` against the requester's working
 folder; symlinks are not resolved here, the worker opens the file without following them) and its
-``sha256`` filled in from the content. The hash is SHA-256 over ``json.dumps(canonical,
+``sha256`` filled in from the content, a local base-model folder's content digest added
+(``base_model_sha256``) and a store selection cut off at the request time (``created_before``). The hash is SHA-256 over ``json.dumps(canonical,
 sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` encoded as UTF-8, so key order,
 whitespace and an omitted default never change it, and any change of meaning does.
 
@@ -22,9 +23,20 @@ from typing import Any
 from agent_rl_sandbox.schemas.jobs import JobSpec
 
 
-def canonical_spec(spec: JobSpec, *, cwd: Path, dataset_sha256: str | None = None) -> dict[str, Any]:
+def canonical_spec(
+    spec: JobSpec,
+    *,
+    cwd: Path,
+    dataset_sha256: str | None = None,
+    base_model_sha256: str | None = None,
+    store_created_before: str | None = None,
+) -> dict[str, Any]:
     """``spec`` in canonical form (see the module docstring). ``dataset_sha256`` is the content hash
-    of a file dataset, computed by the caller from the file it validated."""
+    of a file dataset, computed by the caller from the file it validated; ``base_model_sha256`` the
+    digest of a local base-model folder (:func:`~._model_digest.model_digest`), stored as a top-level
+    ``base_model_sha256``; ``store_created_before`` (ISO-8601) the request time, stored in a store
+    selection as ``created_before``, so the rows the worker exports are those of trajectories that
+    existed when the human looked (a later trajectory never joins an approved job's data)."""
     doc = spec.model_dump(mode="json")
     ds = doc["dataset"]
     if ds["kind"] == "file":
@@ -32,6 +44,10 @@ def canonical_spec(spec: JobSpec, *, cwd: Path, dataset_sha256: str | None = Non
         ds["path"] = os.path.normpath(path if os.path.isabs(path) else os.path.join(os.fspath(cwd), path))
         if dataset_sha256 is not None:
             ds["sha256"] = dataset_sha256
+    elif store_created_before is not None:
+        ds["created_before"] = store_created_before
+    if base_model_sha256 is not None:
+        doc["base_model_sha256"] = base_model_sha256
     return doc
 
 

@@ -12,7 +12,9 @@ A request is validated before it is stored, and each refusal is an :class:`Actio
 field and what to do:
 
 - ``base_model``: a name in the operator's model registry (``Settings.models``) or an absolute local
-  folder holding ``config.json`` and tokenizer files (a venv or ``/usr`` is refused).
+  folder holding ``config.json`` and tokenizer files (a venv, ``/usr`` or a folder inside a sandbox is
+  refused); a folder's content digest goes into the spec (``base_model_sha256``) and the worker
+  checks it again before training (``base_model_changed``).
 - ``hyperparameters``: only names in :data:`~agent_rl_sandbox.schemas.jobs.KNOWN_HYPERPARAMETERS` for
   the trainer (the list the trainers apply), with their types; ``push_to_hub``, ``output_dir``,
   ``report_to``, ``trust_remote_code``... are refused with the accepted names.
@@ -21,9 +23,11 @@ field and what to do:
   :class:`~agent_rl_sandbox.tools.datasets.DatasetService` (any error blocks the request and the
   message gives the full report's path); its SHA-256 is taken before and after validation (a file
   that changed meanwhile is refused) and must equal a ``sha256`` the requester gave. A store selection
-  names a known behaviour; the worker materialises and hashes it.
+  names a known behaviour and is cut off at the request time (``created_before``); the worker
+  materialises and hashes it.
 - ``gate.name``: a gate ``eval_gate`` knows; ``gate.behaviour``: a behaviour with held-out variants.
-- ``caps``: within ``Settings.job_max_steps``, ``job_max_timeout_s``, ``job_max_gpu_hours``.
+- ``caps``: within ``Settings.job_max_steps``, ``job_max_timeout_s``, ``job_max_gpu_hours``; a
+  ``hyperparameters.max_steps`` within ``caps.max_steps``.
 
 The stored spec is its canonical form and hash (:func:`~._hash.canonical_spec`); the job enters
 ``awaiting_approval`` with an expiry ``Settings.job_expiry_hours`` ahead. Fail closed: approving needs
@@ -67,6 +71,7 @@ from agent_rl_sandbox.tools.datasets import DatasetService, DatasetValidateInput
 from agent_rl_sandbox.tools.datasets._open import open_no_follow
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
+from agent_rl_sandbox.tools.jobs._model_digest import ModelDigestError, model_digest
 from agent_rl_sandbox.tools.jobs._repository import JobRecord, JobRepository, TransitionRefused, later
 from agent_rl_sandbox.tools.store import utcnow
 
@@ -118,7 +123,7 @@ class JobService:
         """Validate ``spec`` and store it as a job ``awaiting_approval`` for ``caller``. Raises
         :class:`ActionError` naming the field at fault (see the module docstring)."""
         self.repo.expire_due()
-        self._check_base_model(spec.base_model)
+        model_sha = self._check_base_model(spec.base_model)
         self._check_hyperparameters(spec)
         self._check_gate(spec)
         self._check_caps(spec)
@@ -132,7 +137,13 @@ class JobService:
                 f"unknown behaviour {spec.dataset.behaviour!r}",
                 f"pass one of: {', '.join(self._behaviours())} (list_tasks)",
             )
-        canon = canonical_spec(spec, cwd=Path.cwd(), dataset_sha256=sha)
+        canon = canonical_spec(
+            spec,
+            cwd=Path.cwd(),
+            dataset_sha256=sha,
+            base_model_sha256=model_sha,
+            store_created_before=utcnow() if spec.dataset.kind == "store" else None,
+        )
         job = self.repo.add(
             requester=caller.owner_id,
             actor="human" if caller.operator else "agent",
@@ -320,20 +331,34 @@ class JobService:
     def _behaviour_known(self, behaviour: str) -> bool:
         return any(t.config.behaviour == behaviour for t in self.tasks.values())
 
-    def _check_base_model(self, name: str) -> None:
-        """A name in the operator's registry, or an absolute folder that holds a model: ``config.json``
-        and a tokenizer (``tokenizer.json``, ``tokenizer_config.json`` or ``tokenizer.model``). A venv,
-        ``/usr`` or any other folder is refused: the trainer would load (and run code from) it."""
+    def _check_base_model(self, name: str) -> str | None:
+        """A name in the operator's registry (returns ``None``), or an absolute folder that holds a
+        model: ``config.json`` and a tokenizer (``tokenizer.json``, ``tokenizer_config.json`` or
+        ``tokenizer.model``); returns its content digest (:func:`~._model_digest.model_digest`), which
+        the spec hash binds and the worker checks again before training. A venv, ``/usr`` or any
+        other folder is refused: the trainer would load (and run code from) it; so is a folder inside
+        a sandbox (an agent could rewrite it after the approval)."""
         if name in self.settings.models:
-            return
+            return None
         known = ", ".join(self.settings.models) or "none configured"
         p = Path(name).expanduser()
         if p.is_absolute() and p.is_dir():
+            sandboxes = self.settings.sandboxes_dir.resolve()
+            real = p.resolve()
+            if real == sandboxes or real.is_relative_to(sandboxes):
+                raise _field_error(
+                    "base_model",
+                    f"{name!r} is inside a sandbox (under {sandboxes}): an agent's working copy is not a base model",
+                    f"pass a model folder outside the sandboxes or a registry name ({known})",
+                )
             missing = [] if (p / "config.json").is_file() else ["config.json"]
             if not any((p / t).is_file() for t in MODEL_TOKENIZER_FILES):
                 missing.append(" or ".join(MODEL_TOKENIZER_FILES))
             if not missing:
-                return
+                try:
+                    return model_digest(real)
+                except ModelDigestError as e:
+                    raise _field_error("base_model", str(e), "pass the folder of a saved model") from None
             raise _field_error(
                 "base_model",
                 f"{name!r} is a folder but not a model folder (it has no {' and no '.join(missing)})",
@@ -349,11 +374,21 @@ class JobService:
 
     def _check_hyperparameters(self, spec: JobSpec) -> None:
         """Every ``spec.hyperparameters`` name is one the trainer accepts, with the right type (one list
-        with the trainers: :data:`~agent_rl_sandbox.schemas.jobs.KNOWN_HYPERPARAMETERS`)."""
+        with the trainers: :data:`~agent_rl_sandbox.schemas.jobs.KNOWN_HYPERPARAMETERS`); a
+        ``max_steps`` is within ``caps.max_steps`` (the cap the human approves is the one that holds,
+        and a spec must not show the approver a number the trainer would not run)."""
         for name, value in spec.hyperparameters.items():
             why = hyperparameter_problem(spec.trainer, name, value)
             if why is not None:
                 raise _field_error(f"hyperparameters.{name}", *why)
+        steps = spec.hyperparameters.get("max_steps")
+        if isinstance(steps, int) and steps > spec.caps.max_steps:
+            raise _field_error(
+                "hyperparameters.max_steps",
+                f"{steps} is above caps.max_steps ({spec.caps.max_steps}), which bounds the run",
+                f"pass hyperparameters.max_steps <= {spec.caps.max_steps}, or raise caps.max_steps "
+                f"(at most {self.settings.job_max_steps})",
+            )
 
     def _check_gate(self, spec: JobSpec) -> None:
         gates = self.gates()

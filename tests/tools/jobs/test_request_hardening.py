@@ -10,10 +10,11 @@ import json
 import pytest
 from mcp import Client
 
-from agent_rl_sandbox.schemas.jobs import KNOWN_HYPERPARAMETERS
+from agent_rl_sandbox.schemas.jobs import KNOWN_HYPERPARAMETERS, JobSpec
 from agent_rl_sandbox.server.app import build_server
 from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
+from agent_rl_sandbox.tools.store import utcnow
 
 pytestmark = pytest.mark.anyio
 
@@ -132,3 +133,67 @@ def test_the_trainers_plan_uses_the_same_list():
     from agent_rl_sandbox.trainers import _plan
 
     assert _plan.KNOWN_HYPERPARAMETERS is KNOWN_HYPERPARAMETERS
+
+
+async def test_a_base_model_inside_the_agents_sandbox_is_refused(hard):
+    """Red team (session 4): a 'model folder' the agent wrote in its own sandbox was accepted, and the
+    spec hash bound only its path, so the agent could swap the model after a human approved."""
+    services, _ = hard
+    async with Client(build_server(services=services)) as agent:
+        reset = (await agent.call_tool("sandbox_reset", {"task_id": "claim-before-edit"})).structured_content
+        sid = reset["sandbox_id"]
+        for name in ("m/config.json", "m/tokenizer.json"):
+            wrote = await agent.call_tool("sandbox_write_file", {"sandbox_id": sid, "path": name, "content": "{}"})
+            assert not wrote.is_error, _text(wrote)
+        folder = services.settings.sandboxes_dir / sid / "repo" / "m"
+        assert (folder / "config.json").is_file()
+        res = await agent.call_tool("training_request", _spec(services, base_model=str(folder)))
+        assert res.is_error and "field `base_model`" in _text(res) and "inside a sandbox" in _text(res), _text(res)
+        assert services.jobs.repo.list()[1] == 0
+
+
+async def test_a_local_base_models_content_is_in_the_spec_hash(hard):
+    """A local model folder's digest is part of the canonical spec: the same folder gives the same
+    hash, and any change of its files (weights, tokenizer, config) gives another."""
+    services, model = hard
+    (model / "model.safetensors").write_bytes(b"\0" * 4096)
+    async with Client(build_server(services=services)) as agent:
+        first = (await agent.call_tool("training_request", _spec(services, base_model=str(model)))).structured_content
+        again = (await agent.call_tool("training_request", _spec(services, base_model=str(model)))).structured_content
+        (model / "model.safetensors").write_bytes(b"\0" * 4095 + b"\1")
+        changed = (await agent.call_tool("training_request", _spec(services, base_model=str(model)))).structured_content
+    digest = first["spec"]["base_model_sha256"]
+    assert digest.startswith("sha256:") and again["spec"]["base_model_sha256"] == digest
+    assert first["job"]["spec_hash"] == again["job"]["spec_hash"]
+    assert changed["spec"]["base_model_sha256"] != digest and changed["job"]["spec_hash"] != first["job"]["spec_hash"]
+    named = services.jobs.request(JobSpec(**_spec(services)))
+    assert "base_model_sha256" not in named.spec  # a registry name is the operator's: nothing to digest
+
+
+async def test_hyperparameter_max_steps_above_the_cap_is_refused(hard):
+    """Red team (session 4): ``hyperparameters.max_steps=999999999`` next to ``caps.max_steps=10`` was
+    accepted: the approver would see a number the run does not obey."""
+    services, _ = hard
+    async with Client(build_server(services=services)) as agent:
+        spec = _spec(services, caps={"max_steps": 10}, hyperparameters={"max_steps": 999_999_999})
+        res = await agent.call_tool("training_request", spec)
+        assert (
+            res.is_error and "field `hyperparameters.max_steps`" in _text(res) and "caps.max_steps (10)" in _text(res)
+        )
+        ok = await agent.call_tool(
+            "training_request", _spec(services, caps={"max_steps": 10}, hyperparameters={"max_steps": 10})
+        )
+        assert not ok.is_error, _text(ok)
+
+
+async def test_a_store_selection_is_cut_off_at_the_request_time(hard):
+    """Red team (session 4): a store selection carried no row binding, so trajectories added after the
+    approval joined the training data. The canonical spec now holds the request time
+    (``dataset.created_before``), which the worker's export applies."""
+    services, _ = hard
+    async with Client(build_server(services=services)) as agent:
+        spec = _spec(services, dataset={"kind": "store", "export": "sft", "behaviour": "claim-before-edit"})
+        res = await agent.call_tool("training_request", spec)
+        assert not res.is_error, _text(res)
+    cut = res.structured_content["spec"]["dataset"]["created_before"]
+    assert cut.endswith("Z") and cut <= utcnow()
