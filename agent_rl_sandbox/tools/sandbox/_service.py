@@ -95,6 +95,7 @@ from agent_rl_sandbox.tools.sandbox._overlay import (
     probe,
     umount,
 )
+from agent_rl_sandbox.tools.sandbox._overlay import quiet as overlay_quiet
 from agent_rl_sandbox.tools.sandbox._ownership import ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
@@ -295,7 +296,9 @@ class SandboxService:
     def _sweep_mounts(self) -> None:
         """At start-up: unmount what a crashed server left mounted under this home's sandboxes for
         sandboxes that are no longer open (finished, expired, unknown) and scratch probes; open
-        sandboxes' mounts stay (another server process sharing the home may be using them)."""
+        sandboxes' mounts stay (another server process sharing the home may be using them), except
+        old overlays a reset moved into its trash folder that the crashed server's background
+        thread did not detach."""
         root = self.settings.sandboxes_dir.resolve()
         by_sandbox: dict[str, list[Path]] = {}
         for point in mounts_under(root):
@@ -303,8 +306,8 @@ class SandboxService:
         for sid, points in by_sandbox.items():
             if sid.startswith("sbx_"):
                 try:
-                    if self.store.sandboxes.get(sid).status == "open":
-                        continue
+                    if self.store.sandboxes.get(sid).status == "open":  # only old overlays a reset moved aside
+                        points = [p for p in points if any(part.startswith("trash-") for part in p.parts)]
                 except ActionError:
                     pass
             for point in points:  # deepest first
@@ -563,6 +566,10 @@ class SandboxService:
         ``task_id`` may be omitted with a ``sandbox_id`` (the sandbox's own task is reset); raises
         :class:`ActionError` when both are missing, for an unknown task, or a sandbox that is not
         the caller's or holds another task."""
+        with overlay_quiet():  # an earlier reset's teardown waits until this call has answered
+            return self._reset(inp, caller)
+
+    def _reset(self, inp: SandboxResetInput, caller: Caller) -> SandboxResetOutput:
         if inp.task_id is None:
             if inp.sandbox_id is None:
                 raise ActionError(

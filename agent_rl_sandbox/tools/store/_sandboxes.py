@@ -14,10 +14,13 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 
+from agent_rl_sandbox.tools.errors import WouldWait
 from agent_rl_sandbox.tools.store._common import StoreError, utcnow
 from agent_rl_sandbox.tools.store._schema import sandboxes
+from agent_rl_sandbox.tools.store._sqlite_direct import DirectSqlite
 
 _FIELDS = ("task_id", "session_id", "path", "base_commit", "status", "isolation", "claims")
+_GET = f"SELECT {', '.join(c.name for c in sandboxes.columns)} FROM sandboxes WHERE sandbox_id = ?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +68,11 @@ def _record(row: Any) -> SandboxRecord:
 class SandboxRepository:
     """Sandbox rows. Thread- and process-safe; raises :class:`StoreError` for an unknown sandbox id."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, direct: DirectSqlite | None = None):
         self.engine = engine
         self._read = engine.execution_options(readonly=True)
+        self._direct = direct
+        """SQLite: the store's plain DB-API connection, for :meth:`get` (no statement compilation)."""
 
     @staticmethod
     def _values(values: dict[str, Any]) -> dict[str, Any]:
@@ -111,9 +116,16 @@ class SandboxRepository:
             )
 
     def get(self, sandbox_id: str) -> SandboxRecord:
-        """The stored sandbox. Raises :class:`StoreError` if unknown."""
-        with self._read.connect() as conn:
-            row = conn.execute(select(sandboxes).where(sandboxes.c.sandbox_id == sandbox_id)).mappings().first()
+        """The stored sandbox. Raises :class:`StoreError` if unknown. On SQLite it reads through the
+        store's plain DB-API connection when that is free (the same row), else through SQLAlchemy."""
+        row: Any = None
+        try:
+            if self._direct is None:
+                raise WouldWait("no direct connection")
+            row = self._direct.row(_GET, (sandbox_id,))
+        except WouldWait:
+            with self._read.connect() as conn:
+                row = conn.execute(select(sandboxes).where(sandboxes.c.sandbox_id == sandbox_id)).mappings().first()
         if row is None:
             raise StoreError(f"unknown sandbox {sandbox_id!r}", "call sandbox_reset with a task id to create a sandbox")
         return _record(row)

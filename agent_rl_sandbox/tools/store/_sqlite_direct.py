@@ -106,6 +106,18 @@ class DirectSqlite:
                     _raise_if_busy(e)  # nothing was written: the waiting path can do it
                 raise
 
+    def row(self, sql: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The first row of a read (column name to value), without waiting (:class:`WouldWait` where
+        the connection is in use or SQLite answers busy)."""
+        with self._use() as conn:
+            try:
+                cur = conn.execute(sql, params)
+                got = cur.fetchone()
+            except sqlite3.OperationalError as e:
+                _raise_if_busy(e)
+                raise
+        return None if got is None else dict(zip([d[0] for d in cur.description], got, strict=True))
+
     def owner(self, session_id: str) -> tuple[bool, str | None]:
         """``(known, owner)`` of one trajectory, read without waiting (:class:`WouldWait` where SQLite
         answers busy, e.g. another connection in exclusive locking mode)."""

@@ -35,7 +35,7 @@ class Store:
             raise
         self.trajectories = TrajectoryRepository(self.engine)
         """Trajectories and their steps."""
-        self.sandboxes = SandboxRepository(self.engine)
+        self.sandboxes = SandboxRepository(self.engine, self.trajectories._direct)
         """Sandbox rows."""
         self.hook_events = HookEventRepository(self.engine, self.trajectories)
         """Pending hook events (client hooks)."""

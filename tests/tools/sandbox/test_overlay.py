@@ -4,6 +4,7 @@ sandbox or a crashed server, and the copy fallback gives the same trees."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -164,6 +165,63 @@ def test_reset_after_arbitrary_edits_is_a_fresh_sandbox_byte_for_byte(cow):
     assert staged == fresh_git[0] and loose == [] and "refs/finished/" in refs  # the finished tree stays pinned
 
 
+@requires_overlay
+@pytest.mark.parametrize("swap", ["beneath", "unmount"])
+def test_a_reset_leaves_the_old_tree_to_its_holders_and_the_new_one_fresh(cow, swap, monkeypatch):
+    """A reset swaps overlays (mounted beneath the old one, which is moved away and detached in the
+    background; or, the fallback, unmounted in the call): a process still holding files and
+    folders of the old tree reads the old episode's state and writes only there; the new tree is a
+    fresh sandbox byte for byte, and no old overlay stays mounted anywhere."""
+    from agent_rl_sandbox.tools.sandbox import _overlay
+
+    monkeypatch.setattr(_overlay, "_BENEATH_WHY", None if swap == "beneath" else "forced by the test")
+    sb = cow.sandbox
+    fresh_sid, sid = new(cow), new(cow)
+    fresh = owners_as(manifest(sb._dirs(fresh_sid)["repo"]), sb.sandbox_uid(fresh_sid))
+    fresh_git = git_state(cow, fresh_sid)
+    repo = sb._dirs(sid)["repo"]
+    base_dir = next(p for p in (cow.settings.home / "bases").iterdir() if not p.name.startswith("."))
+    base_before = manifest(base_dir)
+    assert run(cow, sid, "echo episode-1 > answer.txt && mkdir -p made && echo m > made/f").exit_code == 0
+    f = open(repo / "answer.txt", "r+")  # noqa: SIM115 - held across the reset on purpose
+    d = os.open(repo / "src", os.O_RDONLY | os.O_DIRECTORY)
+    old_root = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        sb.reset(SandboxResetInput(task_id="user/cow", sandbox_id=sid, agent_name="t"))
+        if swap == "beneath":
+            assert _overlay._BENEATH_WHY is None, _overlay._BENEATH_WHY  # this kernel mounts beneath
+        assert owners_as(manifest(repo), sb.sandbox_uid(sid)) == fresh
+        # the holder reads the old episode; its writes go to the old layers (or fail once the
+        # background thread has deleted them: ENOENT), never to the new tree
+        assert f.read() == "episode-1\n"
+        f.write("late write\n")
+        f.flush()
+        with contextlib.suppress(OSError):
+            fd = os.open("leaked.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=d)
+            os.write(fd, b"leak\n")
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.mkdir("leaked-dir", dir_fd=old_root)
+        assert owners_as(manifest(repo), sb.sandbox_uid(sid)) == fresh
+        wait_reaped()
+        assert owners_as(manifest(repo), sb.sandbox_uid(sid)) == fresh
+        assert (repo / "answer.txt").read_text() == "0\n"
+        assert run(cow, sid, "cat answer.txt; ls src made leaked-dir 2>&1 | sort").stdout.startswith("0\n")
+        staged, refs, loose = git_state(cow, sid)
+        assert (staged, refs) == fresh_git[:2] and loose == []
+        assert [p for p in mounts_under(sb._dirs(sid)["root"]) if p not in (repo, repo.parent / "ovl" / "lower")] == []
+        assert not any(p.name.startswith("trash-") for p in (repo.parent / "ovl").iterdir())  # old layers deleted
+    finally:
+        f.close()
+        os.close(d)
+        os.close(old_root)
+    assert manifest(base_dir) == base_before
+    # and the next reset, with nothing held, is fresh as well
+    run(cow, sid, "echo episode-2 > answer.txt")
+    sb.reset(SandboxResetInput(task_id="user/cow", sandbox_id=sid, agent_name="t"))
+    assert owners_as(manifest(repo), sb.sandbox_uid(sid)) == fresh
+
+
 ATTACKS = textwrap.dedent(
     """
     python3 - <<'EOF'
@@ -318,8 +376,11 @@ CRASH = textwrap.dedent(
     kept = s.sandbox.reset(SandboxResetInput(task_id="user/cow")).sandbox_id
     stale = s.sandbox.reset(SandboxResetInput(task_id="user/cow")).sandbox_id
     s.store.sandboxes.update(stale, status="expired")  # as if it expired in another process
-    print(kept, stale, flush=True)
-    os._exit(9)  # a crash: nothing unmounted
+    from agent_rl_sandbox.tools.sandbox._overlay import quiet
+    with quiet():  # the background thread holds back: the reset's old overlay stays moved aside, attached
+        s.sandbox.reset(SandboxResetInput(task_id="user/cow", sandbox_id=kept))
+        print(kept, stale, flush=True)
+        os._exit(9)  # a crash: nothing unmounted
     """
 )
 
@@ -336,10 +397,18 @@ def test_a_crashed_servers_stale_mounts_are_swept_at_start(open_home):
     kept, stale = p.stdout.split()
     sandboxes = home / "sandboxes"
     assert mounts_under(sandboxes / stale) != [] and mounts_under(sandboxes / kept) != []
+
+    def parked() -> list[Path]:
+        return [p for p in mounts_under(sandboxes / kept) if any(x.startswith("trash-") for x in p.parts)]
+
+    from agent_rl_sandbox.tools.sandbox import _overlay
+
+    assert parked() != [] or _overlay._BENEATH_WHY is not None
     s = Services.build(Settings(home=home, task_dirs=(open_home / "tasks",), isolation="none"))
     try:
         assert mounts_under(sandboxes / stale) == []  # swept
         assert mounts_under(sandboxes / kept) != []  # an open sandbox keeps its working copy
+        assert parked() == []  # but not the old overlay its last reset moved aside
         assert run(s, kept, "cat answer.txt").stdout == "0\n"
     finally:
         s.sandbox.close()

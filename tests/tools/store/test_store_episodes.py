@@ -170,3 +170,26 @@ def test_a_failure_writes_nothing(store, sqlite_path, monkeypatch):
     assert store.trajectories.list(limit=100) == before  # the first episode still running, no new trajectory
     assert store.trajectories.summary(first).status == "running"
     assert store.sandboxes.get("sbx_a").session_id == first
+
+
+def test_a_sandbox_read_through_the_direct_connection_is_the_same_record(store, monkeypatch):
+    _new_path(store, "sbx_r", new=True, previous=None, agent_name="a")
+    store.sandboxes.update("sbx_r", claims=["a.py", "b/c.txt"])
+    store.begin_episode(
+        sandbox_id="sbx_o",
+        owner=None,
+        agent_name=None,
+        isolation="none",
+        base_commit="c0ffee",
+        step=_STEP,
+        new=NewSandbox(path="/h/o", owner=None),
+        **_TASK,
+    )
+    direct = [store.sandboxes.get(s) for s in ("sbx_r", "sbx_o")]
+    with pytest.raises(StoreError, match="unknown sandbox"):
+        store.sandboxes.get("sbx_missing")
+    monkeypatch.setattr(store.sandboxes, "_direct", None)
+    assert [store.sandboxes.get(s) for s in ("sbx_r", "sbx_o")] == direct
+    assert direct[0].claims == ("a.py", "b/c.txt") and direct[1].owner is None
+    with pytest.raises(StoreError, match="unknown sandbox"):
+        store.sandboxes.get("sbx_missing")
