@@ -507,11 +507,14 @@ class _Reaper:
             return self._items.popleft()
 
     def _run(self) -> None:
+        idle = 0.0
         while True:
             item = self._next()
             if item is None:
-                time.sleep(POLL_S)
+                time.sleep(POLL_S if idle < IDLE_AFTER_S else IDLE_POLL_S)
+                idle += POLL_S if idle < IDLE_AFTER_S else IDLE_POLL_S
                 continue
+            idle = 0.0
             fd, trash, detach = item
             try:
                 if fd >= 0:
@@ -535,7 +538,10 @@ class _Reaper:
 
 
 POLL_S = 0.05
-"""How often the background thread looks for queued work."""
+"""How often the background thread looks for queued work (:data:`IDLE_POLL_S` once it has found
+none for :data:`IDLE_AFTER_S`)."""
+IDLE_POLL_S = 0.5
+IDLE_AFTER_S = 10.0
 QUIET_MAX_S = 2.0
 """The longest the background thread holds an item back for :meth:`_Reaper.quiet` blocks."""
 _REAPER = _Reaper()
