@@ -13,7 +13,8 @@ conversational rows (``messages`` + ``tools``, call arguments as objects), valid
   (``--no-peer`` skips it: about 6 MB/s, so 30 s a round at 200 MB).
 
 Prints MB/s and rows/s of each, the ratio validator / ceiling (issue 16's goal: >= 0.60) and validator /
-peer, and, each in a fresh process, the validator's peak RSS on the first quarter of the file and on the
+peer, the same ratio in CPU time (``process_time``: on loaded shared cores wall time swings with the
+neighbours), and, each in a fresh process, the validator's peak RSS on the first quarter of the file and on the
 whole file (flat memory: the two should be close). Usage::
 
     python bench/validate.py                 # 200 MB, TRL rows
@@ -256,13 +257,15 @@ def main() -> None:
             peer = make_peer(kind)
             sides["peer"] = lambda: peer(path)
         times: dict[str, list[float]] = {k: [] for k in sides}
+        cpu: dict[str, list[float]] = {k: [] for k in sides}
         found: dict[str, tuple[int, int]] = {}
         run_ceiling(path)  # warm the page cache and the imports
         for r in range(args.repeats):
             for name, fn in sides.items():
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 found[name] = fn()
                 times[name].append(time.perf_counter() - t)
+                cpu[name].append(time.process_time() - c)
             print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
         print(f"{'side':<10} {'median s':>9} {'MB/s':>8} {'rows/s':>10} {'findings':>9}")
         for name, ts in times.items():
@@ -273,6 +276,11 @@ def main() -> None:
         print(
             f"ratio: validator {c / v:.2f}x the orjson per-line parse ceiling ({goal} issue 16's 0.60 goal)"
             + (f"; {_median(times['peer']) / v:.1f}x json + jsonschema" if "peer" in times else "")
+        )
+        vc, cc = _median(cpu["validator"]), _median(cpu["ceiling"])
+        print(
+            f"CPU time (process_time, less exposed to other processes on shared cores): validator {vc:.2f} s, "
+            f"ceiling {cc:.2f} s: {cc / vc:.2f}x"
         )
         print(
             f"ceiling = orjson.loads on each line; peer = json.loads + jsonschema Draft 2020-12 against "

@@ -14,6 +14,8 @@ ignored, so a value is never rejected for a keyword this module does not know.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 32
@@ -52,6 +54,15 @@ def _type_ok(value: Any, expected: str) -> bool:
     if expected == "null":
         return value is None
     return True  # unknown type names never reject
+
+
+_BOUNDS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+    ("minimum", operator.ge),
+    ("maximum", operator.le),
+    ("exclusiveMinimum", operator.gt),
+    ("exclusiveMaximum", operator.lt),
+)
+"""Numeric bounds in the order they are checked: (keyword, ``ok(value, bound)``)."""
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -126,12 +137,7 @@ def check_arguments(value: Any, schema: Any, path: str = "", depth: int = 0) -> 
         if type(hi) is int and len(value) > hi:
             return f"{where}: longer than {hi} characters"
     elif t is int or t is float:
-        for key, ok in (
-            ("minimum", lambda v, b: v >= b),
-            ("maximum", lambda v, b: v <= b),
-            ("exclusiveMinimum", lambda v, b: v > b),
-            ("exclusiveMaximum", lambda v, b: v < b),
-        ):
+        for key, ok in _BOUNDS:
             bound = schema.get(key)
             if type(bound) in (int, float) and not ok(value, bound):
                 return f"{where}: {value} violates {key} {bound}"

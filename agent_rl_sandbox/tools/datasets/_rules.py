@@ -344,6 +344,26 @@ class ToolsCache:
                 self._n += 1
         return toolset, True
 
+    def peek(self, value: list, base: str, dialect: Dialect) -> ToolSet | None:
+        """The tool set ``get`` would return for the list ``value`` as a repeat (``is_new`` False) with no
+        finding to replay, else ``None``; changes nothing (the fast path's check that a ``tools`` text is
+        already known and clean)."""
+        key = (
+            dialect.name,
+            base,
+            len(value),
+            _fingerprint(value[0]) if value else None,
+            _fingerprint(value[-1]) if value else None,
+        )
+        for cached_value, cached_toolset, cached_findings, cached_sensitive in self._by_key.get(key) or ():
+            if (
+                cached_value == value
+                and type(cached_value) is type(value)
+                and all(type(_at(value, path)) is t for path, t in cached_sensitive)
+            ):
+                return cached_toolset if not cached_findings else None
+        return None
+
 
 def _bool_like_paths(value: Any, path: tuple, out: list, depth: int) -> None:
     """Paths of values equal to 0 or 1 (booleans included), where ``==`` cannot tell the types apart."""

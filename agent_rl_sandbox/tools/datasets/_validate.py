@@ -20,6 +20,7 @@ from agent_rl_sandbox.tools.errors import ActionError
 from . import _openai_rules as OA
 from ._dataset import DigestTable, Drift, Histogram, Sink, digest64, nested_deeper_than, safe_text
 from ._documents import check_atif, check_trajectory_suite
+from ._fast import HANDLED, SLOW, FastPath
 from ._kinds import KINDS, candidate_kinds, has_required_keys
 from ._manifest import manifest_kind
 from ._reader import (
@@ -95,6 +96,9 @@ PRESCAN_ROWS = 256
 CHARS_PER_TOKEN = 4
 """Token estimate without a tokenizer: 4 ASCII characters per token, each non-ASCII character one token."""
 _MAX_TOOL_NAMES = 200
+_FAST_KIND = "trl.language_modeling"
+FAST_PATH = True
+"""Use the typed fast path (``_fast``) where it applies; the tests turn it off to compare the two paths."""
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -217,6 +221,14 @@ class _Engine:
         self.tools_texts: dict[str, Any] = {}
         """Text of a repeated top-level ``tools`` value -> its parsed value (see ``_parse``)."""
         self._tools_repeat = False
+        self.fast: FastPath | None = (
+            FastPath()
+            if FAST_PATH and kind in (_FAST_KIND, None) and not self.need_text and not collect_prompts
+            else None
+        )
+        """The typed fast path (``_fast``) for clean ``trl.language_modeling`` rows; ``None`` where it
+        does not apply (another kind, token counting, prompt keys for leakage or eval prompts)."""
+        self._fast_ready = False
 
     # --- counters used by the checks
     def count_role(self, role: str) -> None:
@@ -307,8 +319,28 @@ class _Engine:
             return
         self.tools_texts[text[j:end]] = row["tools"]  # the object the tools cache has seen (an identity hit)
 
+    def _fast_on(self) -> bool:
+        """True once the fast path may take rows: the kind's first row and its style's first row were
+        seen (they record first lines), and no prompt key is needed (no eval file). Never turns off."""
+        if self.leak is not None or self.fast is None or self.kind not in (_FAST_KIND, None):
+            self.fast = None
+            return False
+        kind = _FAST_KIND
+        if kind in self.first_line and kind in self.kinds and (kind, "conversational") in self.style_first:
+            self._fast_ready = True
+        return self._fast_ready
+
     def text_row(self, line: int, text: str, raw: bytes | None, last_line: bool = False, inline: bool = False) -> None:
         """Parse and validate one JSON text found at ``line`` (``inline``: it came from ``validate_rows``)."""
+        learn: Any = None
+        if self.fast is not None and raw is not None and not inline and (self._fast_ready or self._fast_on()):
+            learn = self.fast.row(self, line, raw)
+            if learn is HANDLED:
+                return
+            if learn is SLOW:
+                learn = None
+            else:
+                before = self.sink.error_count + self.sink.warning_count
         value, problem, spliced = self._parse(text, last_line)
         if problem is not None:
             self.problem(problem, line)
@@ -331,6 +363,20 @@ class _Engine:
         self.row(line, value, raw)
         if self._tools_repeat and not spliced:
             self._learn_tools_text(text, value)
+        if learn is not None and self.fast is not None and before == self.sink.error_count + self.sink.warning_count:
+            self._fast_learn(learn, value)
+
+    def _fast_learn(self, learn: tuple, value: Any) -> None:
+        """After the slow path handled a clean row the fast path could not prove: remember its ``tools``
+        text (with the tool set the tools cache holds for it, when it holds one with no finding) or its
+        shape (the drift walk has now recorded every (path, type) pair of it)."""
+        tools_bytes, shape = learn
+        if shape is not None:
+            self.fast.shapes.add(shape)  # type: ignore[union-attr]
+        elif type(value) is dict and type(value.get("tools")) is list:
+            toolset = self.tools_cache.peek(value["tools"], "$.tools", TRL)
+            if toolset is not None and toolset.known:
+                self.fast.learn_tools(tools_bytes, toolset)  # type: ignore[union-attr]
 
     def row(self, line: int, obj: Any, raw: bytes | None) -> None:
         """Validate one parsed row found at ``line``; never raises."""
@@ -485,22 +531,9 @@ class _Engine:
                 if value is None or (key == "tools" and not info.new_tools):
                     continue
                 drift.walk_key(key, value, line, out)
-            for path, new_type, seen in out:
-                before = ", ".join(f"{t} at line {ln}" for t, ln in seen.items() if t != new_type)
-                sink.add(
-                    sev,
-                    line,
-                    path,
-                    "type_drift",
-                    f"{path} is {new_type} here but {before}: Arrow-based loaders (datasets) cannot give "
-                    "the column one type; use one type in every row",
-                    kind,
-                )
         else:
             drift.too_deep = nested_deeper_than(obj, MAX_DEPTH)
-        if drift.too_deep:
-            drift.too_deep = False
-            sink.add("error", line, "$", "too_deep", "row nested too deeply (templates and loaders recurse)", kind)
+        self.report_drift(line, kind, sev or "error", out)  # no walk without a severity: out is empty
         # lengths
         self.hist_chars.add(info.total_chars)
         if self.need_text and info.completion_pieces is not None:
@@ -538,6 +571,24 @@ class _Engine:
                             f"prompt also appears in eval file {self.leak[1]} (line {at})",
                             kind,
                         )
+
+    def report_drift(self, line: int, kind: str, sev: str, out: list) -> None:
+        """Report the drift walk's new types (``out``) and a too-deep row, as the row's last findings."""
+        sink = self.sink
+        for path, new_type, seen in out:
+            before = ", ".join(f"{t} at line {ln}" for t, ln in seen.items() if t != new_type)
+            sink.add(
+                sev,
+                line,
+                path,
+                "type_drift",
+                f"{path} is {new_type} here but {before}: Arrow-based loaders (datasets) cannot give "
+                "the column one type; use one type in every row",
+                kind,
+            )
+        if self.drift.too_deep:
+            self.drift.too_deep = False
+            sink.add("error", line, "$", "too_deep", "row nested too deeply (templates and loaders recurse)", kind)
 
     def _count(self, pieces: list[str]) -> int:
         text = "\n".join(p for p in pieces if p)
