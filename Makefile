@@ -14,7 +14,14 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 	$(PIP) install -q -c constraints/cpu.txt -e ".[dev,train]"
 	touch $(STAMP)
 
-install: $(STAMP)
+## The suite scorer's per-trajectory module compiled by mypyc (about 20% less CPU on a big suite); optional:
+## a failed build prints why and the pure module (the same code) is used. Rebuilt when the module changes.
+SCORER := build/scorer-compiled.stamp
+$(SCORER): $(STAMP) agent_rl_sandbox/tools/_suite_hot.py scripts/compile_scorer.py
+	-$(PY) scripts/compile_scorer.py
+	@mkdir -p build && touch $@
+
+install: $(STAMP) $(SCORER)
 
 ## The main job: start the MCP server over stdio and play a good and a careless agent on a built-in task.
 demo: $(STAMP)
@@ -22,7 +29,7 @@ demo: $(STAMP)
 
 ## The whole test suite, on up to 4 pytest-xdist workers (one per CPU: 2 on a 2-core machine).
 ## `$(PY) -m pytest tests/...` without -n runs in one process, for a single file or a debugger.
-test: $(STAMP)
+test: $(STAMP) $(SCORER)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n auto --maxprocesses=4
 
 ## Style, formatting, the import layers (pyproject [tool.importlinter]) and types on schemas/ and tools/.
@@ -33,4 +40,4 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache build agent_rl_sandbox/tools/_suite_hot_c*.so
