@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         _Task,
         _validated_unhooks,
     )
+    from agent_rl_sandbox.tools._suite_hot import Spool as _Spool
     from agent_rl_sandbox.tools._suite_hot import add_native as _add_native
     from agent_rl_sandbox.tools._suite_hot import group_counts as _group_counts
     from agent_rl_sandbox.tools._suite_hot import group_text as _group_text
@@ -103,7 +104,7 @@ else:
     _score_batch, _add_native, _r = _hot.score_batch, _hot.add_native, _hot._r
     _groups, _group_counts, _group_text = _hot.groups, _hot.group_counts, _hot.group_text
     _I2, _I3, _TRAINING_CHOSEN, _TRAINING_REJECTED = _hot._I2, _hot._I3, _hot._TRAINING_CHOSEN, _hot._TRAINING_REJECTED
-    _SURROGATE_ESCAPE, _WS = _hot._SURROGATE_ESCAPE, _hot._WS
+    _SURROGATE_ESCAPE, _WS, _Spool = _hot._SURROGATE_ESCAPE, _hot._WS, _hot.Spool
 
 CHUNK_BYTES = 1024 * 1024
 """Bytes of the file read (and handed to orjson) at a time."""
@@ -397,125 +398,9 @@ class _Array:
 
 _SEP = b",\n    "
 """What precedes every item of a report list after the first (items at indent level 2): list pieces
-are spooled with it in front, so a run of them is written as one block (:meth:`_Spool.blocks`)."""
-_BLOCK = 1 << 20
+are spooled with it in front, so a run of them is written as one block (``_suite_hot.Spool.blocks``)."""
 _TRAINING_CHOSEN_SEP = ",\n    " + _TRAINING_CHOSEN
 _TRAINING_REJECTED_SEP = ",\n    " + _TRAINING_REJECTED
-
-
-class _Spool:
-    """Byte pieces by number: in memory up to ``limit`` bytes in all, then in a temporary file
-    (written a megabyte at a time, read back in runs of consecutive pieces)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.block = min(_BLOCK, limit)  # bytes written or read at a time once in the file
-        self.mem: list[bytes | None] = []
-        self.size = 0
-        self.file: BinaryIO | None = None
-        self.offsets = array("q")
-        self.lengths = array("q")
-        self.end = 0
-        self.pending: list[bytes] = []  # pieces not yet written to the file, from offset self.written
-        self.pending_size = 0
-        self.written = 0
-
-    def add(self, data: bytes) -> int:
-        if self.file is None:
-            self.mem.append(data)
-            self.size += len(data)
-            ref = len(self.mem) - 1
-            if self.size > self.limit:
-                self._spill()  # the same numbers, now in the file
-            return ref
-        self._put(data)
-        return len(self.offsets) - 1
-
-    def _put(self, data: bytes) -> None:
-        n = len(data)
-        self.pending.append(data)
-        self.pending_size += n
-        self.offsets.append(self.end)
-        self.lengths.append(n)
-        self.end += n
-        if self.pending_size >= self.block:
-            self._sync()
-
-    def _sync(self) -> None:
-        """Write the pending pieces to the file (os.pwrite: no file object buffer to flush)."""
-        if self.pending and self.file is not None:
-            data = b"".join(self.pending)
-            fd, at = self.file.fileno(), self.written
-            view = memoryview(data)
-            while view:
-                done = os.pwrite(fd, view, at)
-                view, at = view[done:], at + done
-            self.written = at
-            self.pending, self.pending_size = [], 0
-
-    def _spill(self) -> None:
-        import tempfile  # only a large suite spills (the import costs start-up time)
-
-        self.file = tempfile.TemporaryFile(prefix="agent-rl-sandbox-report-")  # noqa: SIM115 - closed in close()
-        mem, self.mem = self.mem, []
-        for i, data in enumerate(mem):
-            mem[i] = None  # each piece freed once it is written: no second copy of the whole
-            self._put(data or b"")
-        self._sync()
-
-    def drop(self, ref: int) -> None:
-        if self.file is None:
-            self.mem[ref] = None
-
-    def get(self, ref: int) -> bytes:
-        if self.file is None:
-            data = self.mem[ref]
-            assert data is not None
-            return data
-        if self.offsets[ref] >= self.written:
-            self._sync()
-        return os.pread(self.file.fileno(), self.lengths[ref], self.offsets[ref])
-
-    def blocks(self, refs: Any) -> Iterator[bytes]:
-        """The pieces numbered ``refs`` (an iterable of ints), in that order, concatenated into
-        blocks of about a megabyte at most (pieces next to each other in the file are read at once)."""
-        if self.file is None:
-            mem = self.mem
-            buf: list[Any] = []
-            size = 0
-            for r in refs:
-                data = mem[r]
-                buf.append(data)
-                size += len(data)
-                if size >= self.block:
-                    yield b"".join(buf)
-                    buf, size = [], 0
-            if buf:
-                yield b"".join(buf)
-            return
-        self._sync()
-        fd = self.file.fileno()
-        offsets, lengths, block = self.offsets, self.lengths, self.block
-        start = end = -1
-        for r in refs:
-            at = offsets[r]
-            if at == end and end - start < block:
-                end += lengths[r]
-                continue
-            if start >= 0:
-                yield os.pread(fd, end - start, start)
-            start, end = at, at + lengths[r]
-        if start >= 0:
-            yield os.pread(fd, end - start, start)
-
-    def flush(self) -> None:
-        self._sync()
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        self.mem = []
-        self.pending = []
 
 
 # --------------------------------------------------------------------------------------------

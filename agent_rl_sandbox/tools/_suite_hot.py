@@ -10,10 +10,12 @@ so the same bytes, checked by ``tests/tools/evals/test_suite_compiled.py``). Imp
 from __future__ import annotations
 
 import json
+import os
 import re
+from array import array
 from collections.abc import Iterator
 from json.encoder import encode_basestring as _quote  # the C encoder json.dumps uses
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_rl_sandbox.tools._claims import ERROR_TEXT, success_claims
 from agent_rl_sandbox.tools._jsonout import dumps_indented
@@ -706,6 +708,122 @@ def _crit(codes: str, steps: str, explanation: str, cid: str, matched: bool, kin
 
 _SEP = ",\n    "  # before each list item at indent level 2 (tools._suite_fast._SEP)
 _SEP_BYTES = b",\n    "
+_BLOCK = 1 << 20
+
+
+class Spool:
+    """Byte pieces by number: in memory up to ``limit`` bytes in all, then in a temporary file
+    (written a megabyte at a time, read back in runs of consecutive pieces)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.block = min(_BLOCK, limit)  # bytes written or read at a time once in the file
+        self.mem: list[bytes | None] = []
+        self.size = 0
+        self.file: BinaryIO | None = None
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.end = 0
+        self.pending: list[bytes] = []  # pieces not yet written to the file, from offset self.written
+        self.pending_size = 0
+        self.written = 0
+
+    def add(self, data: bytes) -> int:
+        if self.file is None:
+            self.mem.append(data)
+            self.size += len(data)
+            ref = len(self.mem) - 1
+            if self.size > self.limit:
+                self._spill()  # the same numbers, now in the file
+            return ref
+        self._put(data)
+        return len(self.offsets) - 1
+
+    def _put(self, data: bytes) -> None:
+        n = len(data)
+        self.pending.append(data)
+        self.pending_size += n
+        self.offsets.append(self.end)
+        self.lengths.append(n)
+        self.end += n
+        if self.pending_size >= self.block:
+            self._sync()
+
+    def _sync(self) -> None:
+        """Write the pending pieces to the file (os.pwrite: no file object buffer to flush)."""
+        if self.pending and self.file is not None:
+            data = b"".join(self.pending)
+            fd, at = self.file.fileno(), self.written
+            view = memoryview(data)
+            while view:
+                done = os.pwrite(fd, view, at)
+                view, at = view[done:], at + done
+            self.written = at
+            self.pending, self.pending_size = [], 0
+
+    def _spill(self) -> None:
+        import tempfile  # only a large suite spills (the import costs start-up time)
+
+        self.file = tempfile.TemporaryFile(prefix="agent-rl-sandbox-report-")  # noqa: SIM115 - closed in close()
+        mem, self.mem = self.mem, []
+        for i, data in enumerate(mem):
+            mem[i] = None  # each piece freed once it is written: no second copy of the whole
+            self._put(data or b"")
+        self._sync()
+
+    def drop(self, ref: int) -> None:
+        if self.file is None:
+            self.mem[ref] = None
+
+    def get(self, ref: int) -> bytes:
+        if self.file is None:
+            data = self.mem[ref]
+            assert data is not None
+            return data
+        if self.offsets[ref] >= self.written:
+            self._sync()
+        return os.pread(self.file.fileno(), self.lengths[ref], self.offsets[ref])
+
+    def blocks(self, refs: Any) -> Iterator[bytes]:
+        """The pieces numbered ``refs`` (an iterable of ints), in that order, concatenated into
+        blocks of about a megabyte at most (pieces next to each other in the file are read at once)."""
+        if self.file is None:
+            mem = self.mem
+            buf: list[Any] = []
+            size = 0
+            for r in refs:
+                data = mem[r]
+                buf.append(data)
+                size += len(data)
+                if size >= self.block:
+                    yield b"".join(buf)
+                    buf, size = [], 0
+            if buf:
+                yield b"".join(buf)
+            return
+        self._sync()
+        fd = self.file.fileno()
+        offsets, lengths, block = self.offsets, self.lengths, self.block
+        start = end = -1
+        for r in refs:
+            at = offsets[r]
+            if at == end and end - start < block:
+                end += lengths[r]
+                continue
+            if start >= 0:
+                yield os.pread(fd, end - start, start)
+            start, end = at, at + lengths[r]
+        if start >= 0:
+            yield os.pread(fd, end - start, start)
+
+    def flush(self) -> None:
+        self._sync()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        self.mem = []
+        self.pending = []
 
 
 def add_native(run: Any, k: int, done: _Scored, sid: str) -> None:
