@@ -12,6 +12,11 @@ statistics, and in a file over :data:`COMPACT_TASKS_BYTES` each task is kept as 
 (spooled too) and rebuilt when a trajectory names it (about 12% slower; 188 MiB peak RSS for a
 250 MB suite, against Node's 1.5 GiB).
 
+The per-trajectory code (checking, scoring, the report pieces' text, the spool) is in
+:mod:`._suite_hot`, which ``make install`` compiles with mypyc where it can (about 20% less CPU on a
+large suite); this module uses the compiled copy only when it was built from the same source
+(:func:`_load_hot`), else the pure module, with the same bytes either way.
+
 It accepts only suites it can score exactly as the model path does, and declines (raises
 :class:`Declined`, before writing anything) every other input, which then goes the usual way with its
 usual findings and error messages:

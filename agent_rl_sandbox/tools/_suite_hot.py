@@ -141,17 +141,7 @@ _SPEC = ("actionOrderRequired", "defaultPassReward", "requireValidatedUnhooksFor
 class _Task:
     """One task, checked and prepared for scoring."""
 
-    __slots__ = (
-        "actions",
-        "crit_texts",
-        "evidence",
-        "failures",
-        "final_kind",
-        "final_needles",
-        "id",
-        "instruction",
-        "threshold",
-    )
+    __slots__ = ("actions", "evidence", "failures", "final_kind", "final_needles", "id", "instruction", "threshold")
 
     def __init__(self, t: Any, default_pass: float):
         if type(t) is not dict:
@@ -226,7 +216,6 @@ class _Task:
             else:
                 raise Declined("failureMode")
         self.failures = failures
-        self.crit_texts: list[tuple[str, str, str, str, str]] | None = None  # _crit_texts, on first use
         if not t.keys() <= _TASK:
             _extras(t, _TASK, _TASK_NO, 2)
 
@@ -676,28 +665,26 @@ class _Scored:
         ``float.__repr__``, integers by ``int.__repr__``."""
         crits = []
         failed = []
-        task = self.task
-        texts = task.crit_texts
-        if texts is None:
-            texts = task.crit_texts = _crit_texts(task)
-        k = 0
-        for r in self.action_results:
-            cid, fail, a, b, c = texts[k]
-            k += 1
-            if r["matched"]:
-                idx: int = r["matchedIndex"]
-                crits.append(a + str(idx + 1) + b + str(idx) + c)
+        for i, r in enumerate(self.action_results):
+            m = r["matched"]
+            cid = f"expected_action_{i}"
+            if m:
+                where = f"action #{r['matchedIndex']}"
+                steps = f"[\n{_I7}{r['matchedIndex'] + 1}\n{_I6}]"
             else:
-                crits.append(fail)
+                where = "no matching action" + (" in order" if i else "")
+                steps = "[]"
                 failed.append(cid)
-        for ev, idx in zip(self.evidence_results, self.evidence_index, strict=True):
-            cid, fail, _, b, c = texts[k]
-            k += 1
-            if ev["matched"]:
-                crits.append(b + str(idx) + c)
-            else:
-                crits.append(fail)
+            crits.append(_crit("[]", steps, f"{r['tool']} {r['argsContains']}: {where}", cid, m, "expected_action"))
+        for j, (ev, idx) in enumerate(zip(self.evidence_results, self.evidence_index, strict=True)):
+            m = ev["matched"]
+            cid = f"expected_evidence_{j}"
+            code = ev.get("exitCode")
+            codes = f"[\n{_I7}{code!r}\n{_I6}]" if m and code is not None else "[]"
+            if not m:
                 failed.append(cid)
+            explanation = f"{ev['kind']} artifact containing {ev['contains']}: " + (f"artifact #{idx}" if m else "none")
+            crits.append(_crit(codes, "[]", explanation, cid, m, "expected_evidence"))
         sro = self.self_report_only
         loops = _loops(self.loops_of) if len(self.loops_of) >= _MIN_REPEATS else []
         crit_text = "[\n" + ",\n".join(crits) + f"\n{_I3}]" if crits else "[]"
@@ -728,34 +715,6 @@ def _strs(items: list, level: int) -> str:
         return "[]"
     pad = "  " * (level + 1)
     return "[\n" + ",\n".join(pad + _quote(x) for x in items) + "\n" + "  " * level + "]"
-
-
-def _crit_texts(task: _Task) -> list[tuple[str, str, str, str, str]]:
-    """Per criterion of ``task`` (its expected actions, then its evidence): ``(id, text when it
-    fails, a, b, c)``, the text when it passes being ``a + str(index + 1) + b + str(index) + c`` for
-    an action matched at ``index`` and ``b + str(index) + c`` for evidence found in artifact
-    ``index``: :func:`_crit`'s text with the index left out, cut at two markers (a raw NUL in the
-    step ids, which the string encoder never writes raw, and an escaped U+0001 at the very end of
-    the explanation, after anything the task's own text may hold)."""
-    out = []
-    for i, (tool, needles) in enumerate(task.actions):
-        cid = f"expected_action_{i}"
-        head = f"{tool} {list(needles)}: "
-        fail = _crit(
-            "[]", "[]", head + "no matching action" + (" in order" if i else ""), cid, False, "expected_action"
-        )
-        text = _crit("[]", f"[\n{_I7}\x00\n{_I6}]", head + "action #\x01", cid, True, "expected_action")
-        a, rest = text.split("\x00")
-        b, c = rest.rsplit("\\u0001", 1)
-        out.append((cid, fail, a, b, c))
-    for j, (kind, contains, code, _status, _final, _want) in enumerate(task.evidence):
-        cid = f"expected_evidence_{j}"
-        head = f"{kind or 'any'} artifact containing {list(contains)}: "
-        fail = _crit("[]", "[]", head + "none", cid, False, "expected_evidence")
-        codes = f"[\n{_I7}{code!r}\n{_I6}]" if code is not None else "[]"
-        b, c = _crit(codes, "[]", head + "artifact #\x01", cid, True, "expected_evidence").rsplit("\\u0001", 1)
-        out.append((cid, fail, "", b, c))
-    return out
 
 
 def _crit(codes: str, steps: str, explanation: str, cid: str, matched: bool, kind: str) -> str:
