@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -99,6 +99,7 @@ from agent_rl_sandbox.tools.sandbox._overlay import quiet as overlay_quiet
 from agent_rl_sandbox.tools.sandbox._ownership import ensure_sandbox_owner, sandbox_capability
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import (
+    CommandResult,
     Isolation,
     LiveProcesses,
     Mount,
@@ -1012,26 +1013,17 @@ class SandboxService:
             budget = self._budget(row, task, "sandbox_exec", args, dirs)
             clear_tool_caches(dirs["repo"])
             before = self._guarded(row, "sandbox_exec", args, wc.snapshot)
-            with (
-                self.shims.recorder(self.isolation.kind == "bwrap") as fx,
-                SecretWatch(dirs["repo"], dirs["root"]) as sw,
-            ):
-                res = run_command(
-                    inp.command,
-                    cwd=dirs["repo"],
-                    limits=limits,
-                    isolation=self.isolation,
-                    credentials=task.config.credentials,
-                    extra_env=fx.env,
-                    mounts=self._mounts([dirs["repo"]]) + fx.mounts,
-                    wall_seconds=wall,
-                    uid=uid,
-                    live=self.live,
-                    on_start=fx.started,
-                    watch=budget.watch,
-                    cancel=control.cancelled if control is not None else None,
-                )
-                sw.drain()  # the command's processes are gone: every open of a secret so far was theirs
+            res, fx, sw = self._watched_run(
+                task,
+                inp.command,
+                cwd=dirs["repo"],
+                notes=dirs["root"],
+                rw=[dirs["repo"]],
+                wall_seconds=wall,
+                uid=uid,
+                watch=budget.watch,
+                cancel=control.cancelled if control is not None else None,
+            )
             fx.records[:0] = sw.records()
             # another server process sharing the home may have closed (unmounted) it meanwhile: the command's
             # own view was its namespace's copy; snapshot the upper layer it wrote, never an empty mount point
@@ -1147,6 +1139,51 @@ class SandboxService:
             output_path=str(output_path) if output_path else None,
         )
 
+    def _watched_run(
+        self,
+        task: Task,
+        command: str,
+        *,
+        cwd: Path,
+        notes: Path,
+        rw: list[Path],
+        ro: Sequence[Path] = (),
+        env: dict[str, str] | None = None,
+        wall_seconds: float,
+        uid: int | None,
+        watch: Callable[[], str | None],
+        cancel: threading.Event | None = None,
+    ) -> tuple[CommandResult, EffectRecorder, SecretWatch]:
+        """Run ``command`` in ``cwd`` under the server's isolation and ``task``'s limits and fake
+        credentials, watched: the effect shims' recorder (its environment, mounts and socket, under
+        bubblewrap) and the secret-file watch on ``cwd`` (the inodes noted in ``notes``), set right
+        before the command starts and drained once its processes are gone, so every open of a
+        watched file in between was theirs. ``rw``/``ro``: the folders it sees writable/read-only
+        (:meth:`_mounts`); ``env``: more environment; ``watch``/``cancel``: as :func:`run_command`'s.
+        Returns the result, the recorder and the drained watch (the caller merges their records).
+        The one place the agent's commands and the server's run of the agent's tests are started."""
+        with (
+            self.shims.recorder(self.isolation.kind == "bwrap") as fx,
+            SecretWatch(cwd, notes) as sw,
+        ):
+            res = run_command(
+                command,
+                cwd=cwd,
+                limits=task.config.limits,
+                isolation=self.isolation,
+                credentials=task.config.credentials,
+                extra_env=fx.env | (env or {}),
+                mounts=self._mounts(rw, ro) + fx.mounts,
+                wall_seconds=wall_seconds,
+                uid=uid,
+                live=self.live,
+                on_start=fx.started,
+                watch=watch,
+                cancel=cancel,
+            )
+            sw.drain()  # the command's processes are gone: every open of a secret so far was theirs
+        return res, fx, sw
+
     def _trusted_run(
         self,
         task: Task,
@@ -1187,26 +1224,18 @@ class SandboxService:
             self._give_tree(d["tree"], uid)
             if uid is not None:
                 os.chown(d["out"], uid, uid)
-            with (
-                self.shims.recorder(self.isolation.kind == "bwrap") as fx,
-                SecretWatch(d["tree"], d["base"]) as sw,
-            ):
-                res = run_command(
-                    trusted_runs.trusted_command(d["tree"], d["cfg"] / "pytest.ini", d["out"], sel),
-                    cwd=d["tree"],
-                    limits=task.config.limits,
-                    isolation=self.isolation,
-                    credentials=task.config.credentials,
-                    extra_env=fx.env
-                    | {"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": f"/tmp/ars-pyc-{uuid.uuid4().hex}"},
-                    mounts=self._mounts([d["tree"], d["out"]], [d["cfg"]]) + fx.mounts,
-                    wall_seconds=min(task.config.limits.wall_seconds, self.settings.max_exec_seconds),
-                    uid=uid,
-                    live=self.live,
-                    on_start=fx.started,
-                    watch=lambda: budget.watch(d["tree"], d["out"]),
-                )
-                sw.drain()
+            res, fx, sw = self._watched_run(
+                task,
+                trusted_runs.trusted_command(d["tree"], d["cfg"] / "pytest.ini", d["out"], sel),
+                cwd=d["tree"],
+                notes=d["base"],
+                rw=[d["tree"], d["out"]],
+                ro=[d["cfg"]],
+                env={"PYTHONSAFEPATH": "1", "PYTHONPYCACHEPREFIX": f"/tmp/ars-pyc-{uuid.uuid4().hex}"},
+                wall_seconds=min(task.config.limits.wall_seconds, self.settings.max_exec_seconds),
+                uid=uid,
+                watch=lambda: budget.watch(d["tree"], d["out"]),
+            )
             effects.add(fx, sw)
             # a burst between two watches that ended the run: the same check once more, afterwards
             limit_hit = res.limit_hit or budget.watch(d["tree"], d["out"])
