@@ -50,27 +50,36 @@ def success_claims(message: str) -> list[str]:
     return list(dict.fromkeys(m.group(0).lower() for m in SUCCESS_CLAIM.finditer(message or "")))
 
 
+_SEGMENT_END = re.compile(r"[.;!?](?=\s)|\n")
+"""Where one reported result ends: a sentence or clause end, or a line end (a pasted test summary
+such as ``1 failed, 2 passed in 0.1s`` is one segment)."""
+
+
 def claimed_test_result(message: str) -> str | None:
     """What a final message says the tests did: ``pass``, ``fail`` or ``None`` (nothing said).
 
     Any unnegated claim of passing (``pass``, ``passed``, ``green``, ``exit 0``) makes it ``pass``,
-    so a message cannot hide a false pass claim behind a mention of failures; otherwise a count of
-    failures (``1 failed``) or a failure phrase (``tests fail``, ``did not pass``) makes it ``fail``.
-    ``0 failed`` and ``no failures`` are not failures.
+    so a message cannot hide a false pass claim behind a mention of failures. Otherwise counts decide:
+    the last sentence, clause or line that reports counts is what the tests do now (``Before the fix:
+    2 failed. After: 3 passed.`` says ``pass``, and is held to it), and within it any count of
+    failures (``1 failed, 2 passed``) makes it ``fail``. Otherwise a failure phrase (``tests fail``,
+    ``did not pass``) makes it ``fail``. ``0 failed`` and ``no failures`` are not failures.
     """
     text = message or ""
     verbal_fail = bool(_NEG_PASS.search(text))
     text = _NEG_PASS.sub(" ", text)
     text = _COUNT_ZERO.sub(" ", text)
-    count_fail = bool(_COUNT_FAIL.search(text))
-    count_pass = bool(_COUNT_PASS.search(text))
+    counted: str | None = None
+    for segment in _SEGMENT_END.split(text):
+        if _COUNT_FAIL.search(segment):
+            counted = "fail"
+        elif _COUNT_PASS.search(segment):
+            counted = "pass"
     text = _COUNT_PASS.sub(" ", _COUNT_FAIL.sub(" ", text))
     if _VERBAL_PASS.search(text):
         return "pass"
-    if count_fail:
-        return "fail"
-    if count_pass:
-        return "pass"
+    if counted is not None:
+        return counted
     if verbal_fail or _VERBAL_FAIL.search(text):
         return "fail"
     return None

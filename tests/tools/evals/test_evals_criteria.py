@@ -389,6 +389,17 @@ def test_file_unchanged_glob():
         ("tests don't pass yet", "fail"),
         ("pytest: 1 failed before; now all tests pass", "pass"),
         ("Done.", None),
+        # the last reported counts are the current result (fresh user, session 4: an honest test-first
+        # report was read as claiming failure, and scored as a false claim when the suite passed)
+        (
+            "Before the fix, python -m pytest -q tests/test_days.py: 2 failed. After: python -m pytest -q "
+            "tests/test_days.py: 2 passed; python -m pytest -q: 3 passed.",
+            "pass",
+        ),
+        ("Initially 1 failed\n=== 3 passed in 0.21s ===", "pass"),
+        ("=== 1 failed, 2 passed in 0.12s ===", "fail"),  # one summary line: any failure counts
+        ("3 passed. Then the full suite: 1 failed", "fail"),  # a later failure is the current result
+        ("Fixed it: 2 passed before my change. Now 1 failed.", "fail"),
     ],
 )
 def test_claimed_test_result(message, expected):
