@@ -11,8 +11,8 @@ case where pydantic keeps the value as it is:
   with the exact class (``str`` not a subclass, ``int`` not ``bool``, ``float`` for ``reward``: an ``int``
   reward, which pydantic turns into a float, goes the pydantic way), the literals among their values;
 - tool calls and observation results as objects of their own fields only, with the same exact types;
-- ``metrics``, ``extra`` and ``arguments`` objects with string keys; their values (``Any`` in the model)
-  are written by orjson, whose text is pydantic's for every JSON value (strings, integers within 64 bits,
+- ``metrics``, ``extra`` and ``arguments`` objects; their values (``Any`` in the model) are written by
+  orjson, whose text is pydantic's for every JSON value (strings, integers within 64 bits,
   finite floats: checked against pydantic on 400,000 floats and every code point class, see the tests);
   anything orjson will not write as pydantic does (integers beyond 64 bits, non-string keys, subclasses,
   dates, dataclasses) raises in orjson and goes the pydantic way;
@@ -61,13 +61,6 @@ _OPTS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjs
 """Anything but plain JSON values raises (``TypeError``) instead of being written orjson's own way."""
 
 
-def _str_keys(d: dict) -> bool:
-    for k in d:
-        if k.__class__ is not str:
-            return False
-    return True
-
-
 def fast_rest(item: dict[str, Any], strings: list[str]) -> str | None:
     """The stored JSON of ``item`` without ``step_id`` and ``timestamp`` (``{"source":...}``), byte for
     byte pydantic's, or ``None`` when it is not provably so (rules in the module docstring). Appends to
@@ -98,7 +91,7 @@ def fast_rest(item: dict[str, Any], strings: list[str]) -> str | None:
             args = c.get("arguments", {})
             if cid.__class__ is not str or name.__class__ is not str or args.__class__ is not dict:
                 return None
-            if not _str_keys(args) or cid in ids:
+            if cid in ids:
                 return None
             ids.add(cid)
             if args:
@@ -134,7 +127,7 @@ def fast_rest(item: dict[str, Any], strings: list[str]) -> str | None:
                 if ref.__class__ is not list:
                     return None
                 for x in ref:
-                    if x.__class__ is not dict or not _str_keys(x):
+                    if x.__class__ is not dict:
                         return None
                 _scanned(ref, strings)
                 rd["subagent_trajectory_ref"] = ref
@@ -142,12 +135,12 @@ def fast_rest(item: dict[str, Any], strings: list[str]) -> str | None:
         out["observation"] = {"results": rs}
     metrics = get("metrics")
     if metrics is not None:
-        if metrics.__class__ is not dict or not _str_keys(metrics):
+        if metrics.__class__ is not dict:
             return None
         out["metrics"] = metrics
         _scanned(metrics, strings)
     extra = get("extra", {})
-    if extra.__class__ is not dict or not _str_keys(extra):
+    if extra.__class__ is not dict:
         return None
     out["extra"] = extra
     if extra:
@@ -189,5 +182,5 @@ def fast_rest(item: dict[str, Any], strings: list[str]) -> str | None:
         out["client_step_id"] = cid_
     try:
         return orjson.dumps(out, option=_OPTS).decode()
-    except (TypeError, orjson.JSONEncodeError):  # beyond 64 bits, non-string keys, not a JSON value
+    except TypeError:  # orjson.JSONEncodeError: beyond 64 bits, a key that is not a string, not a JSON value
         return None

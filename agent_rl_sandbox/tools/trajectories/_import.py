@@ -255,10 +255,20 @@ class _Ctx:
 def _lines(data: bytes, ctx: _Ctx) -> list[tuple[int, Any]]:
     """Parsed JSON values of a JSONL file with their 1-based line numbers; bad lines become problems."""
     out = []
+    fast = not _long_digits(data)  # orjson reads a line where its reading is the json module's
     for n, raw in enumerate(data.split(b"\n"), 1):
         raw = raw.strip()
         if not raw:
             continue
+        if fast:
+            try:
+                value = orjson.loads(raw)  # invalid UTF-8, NaN, lone surrogates, bad JSON: the json module below
+                if raw.count(b"[") + raw.count(b"{") >= _ORJSON_DEPTH:
+                    orjson.dumps(value)  # raises beyond orjson's depth: the json module's reading then
+                out.append((n, value))
+                continue
+            except (ValueError, TypeError):
+                pass
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -1225,6 +1235,14 @@ class _Whole:
 
 
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_ORJSON_DEPTH = 254
+"""orjson writes values nested at most this deep (a value read by orjson is checked by writing it only when
+its text has this many brackets: fewer cannot nest deeper)."""
+
+
+def _long_digits(data: bytes) -> bool:
+    """True when ``data`` holds 19 digits in a row (orjson reads integers beyond 64 bits as floats)."""
+    return b"0" * 19 in data.translate(_DIGITS_TO_ZERO)
 
 
 def _orjson_document(data: bytes, text: str) -> Any:
@@ -1234,7 +1252,7 @@ def _orjson_document(data: bytes, text: str) -> Any:
     JSON: the json module's reading and errors then) and values nested deeper than orjson writes (254
     levels: the json module stops near 1,000, orjson's reader at 1,024). Duplicate keys read alike (the
     last value, at the first key's place)."""
-    if b"0" * 19 in data.translate(_DIGITS_TO_ZERO):
+    if _long_digits(data):
         return None
     try:
         doc = orjson.loads(text)

@@ -344,3 +344,32 @@ def test_orjson_reads_ordinary_documents():
     assert importer._orjson_document(text.encode(), text) == doc
     for declined in ('{"n": 12345678901234567890}', '{"x": NaN}', '{"s": "\\ud800"}', "[" * 300 + "]" * 300):
         assert importer._orjson_document(declined.encode(), declined) is None
+
+
+def test_json_lines_read_as_the_json_module_reads_them(tmp_path, monkeypatch):
+    """issue 16: each line of a JSON Lines file is read by orjson where its reading is the json module's
+    (the same values and types, the same problems for bad lines), by the json module everywhere else."""
+    lines = [
+        json.dumps(_varied_atif("line")).encode(),
+        b'{"a": 1, "b": 2, "a": 3}',
+        b'{"f": [1E5, 2.2250738585072011e-308, 123456789.123456789, 5e-324, -0.0, 3.0, 1e-7]}',
+        b'{"x": NaN}',
+        b'{"s": "lone \\ud800, pair \\ud83d\\ude00, \\u00e9"}',
+        b"\xef\xbb\xbf" + b'{"bom": true}',
+        b'{"bad": "\xff\xfe"}',
+        b'{"a": 1, }',
+        b"[" * 300 + b"]" * 300,
+        b'{"deep": ' + b'{"k": ' * 260 + b"1" + b"}" * 260 + b"}",
+        b"7",
+        b'"text"',
+    ]
+    for data in (b"\n".join(lines) + b"\n", b"\n".join([*lines, b'{"n": 12345678901234567890}'])):
+        results = []
+        for side in ("fast", "general"):
+            if side == "general":
+                monkeypatch.setattr(importer, "_long_digits", lambda data: True)
+            report = importer.ImportReport(file="f", format="codex", sha256="x")
+            got = importer._lines(data, importer._Ctx(tmp_path / "f", "codex", report))
+            results.append((repr(got), report.model_dump()))
+            monkeypatch.undo()
+        assert results[0] == results[1]
