@@ -92,7 +92,7 @@ MAX_COLUMNS = 16
 _DecodeError = (msgspec.DecodeError, msgspec.ValidationError)
 _UNSET = msgspec.UNSET
 
-MAX_SHAPES = 4096
+MAX_SHAPES = 2048
 """Shape keys remembered (beyond that, rows of new shapes take the slow path: memory stays flat)."""
 MAX_TOOLS = 64
 """Distinct ``tools`` texts remembered."""
@@ -101,6 +101,11 @@ MAX_MEMO = 2048
 """Clean call arguments remembered (all forgotten when full)."""
 _MAX_SIG_ITEMS = 32
 _MAX_SIG_DEPTH = 8
+_SIG_BUDGET = 256
+_MAX_SIG_CALLS = 16
+"""Calls a row's shape key holds at most (a row with more takes the slow path): a key stays a few KB."""
+MAX_MEMO_ARGS_BYTES = 1024
+"""Longer arguments texts are checked every time, not remembered."""
 
 # bits of a shape key: which optional fields some message (or call) of the row holds
 _CONTENT, _CALLS, _CALL_ITEM, _CALL_ID, _CALL_TYPE, _TOOL_CALL_ID, _NAME = (1 << k for k in range(7))
@@ -115,21 +120,30 @@ class _Bail(Exception):
     """A value the shape key does not cover (too deep or too wide): the slow path takes the row."""
 
 
-def _sig(value: Any, depth: int) -> Any:
+def _sig(value: Any, depth: int, budget: list[int]) -> Any:
     """Hashable type signature of a decoded JSON value (its keys and the types under them), exact
-    enough that two values with one signature give the drift walk the same (path, type) pairs."""
+    enough that two values with one signature give the drift walk the same (path, type) pairs.
+
+    ``budget[0]``: units left (one per key, key character and item; ``_SIG_BUDGET`` a call), so a
+    remembered shape stays small whatever the row; raises ``_Bail`` when spent, too deep or too wide."""
     t = type(value)
     if t is dict:
         if depth >= _MAX_SIG_DEPTH or len(value) > _MAX_SIG_ITEMS:
             raise _Bail
+        budget[0] -= len(value) + sum(map(len, value))
+        if budget[0] < 0:
+            raise _Bail
         types = tuple(map(type, value.values()))
         if dict in types or list in types:
-            return (tuple(value), tuple(_sig(v, depth + 1) for v in value.values()))
+            return (tuple(value), tuple(_sig(v, depth + 1, budget) for v in value.values()))
         return (tuple(value), types)
     if t is list:
         if depth >= _MAX_SIG_DEPTH or len(value) > _MAX_SIG_ITEMS:
             raise _Bail
-        return [_sig(v, depth + 1) for v in value].__repr__()  # a list is not hashable: its repr is
+        budget[0] -= len(value)
+        if budget[0] < 0:
+            raise _Bail
+        return [_sig(v, depth + 1, budget) for v in value].__repr__()  # a list is not hashable: its repr is
     return t
 
 
@@ -279,7 +293,7 @@ def _arguments(args_raw: bytes, params: Any, sigs_seen: dict) -> tuple[int, Any]
     if type(params) is dict and check_arguments(args, params):
         return None
     try:
-        sig = _sig(args, 0)
+        sig = _sig(args, 0, [_SIG_BUDGET])
     except _Bail:
         return None
     if len(sigs_seen) < MAX_SHAPES:
@@ -346,7 +360,8 @@ def _conversation(msgs: list[_Message], tool_names: dict | None, fast: FastPath)
                             for each in fast.memos.values():
                                 each.clear()
                             fast.memo_n[0] = 1
-                        memo[args_raw] = got
+                        if len(args_raw) <= MAX_MEMO_ARGS_BYTES:
+                            memo[args_raw] = got
                     chars += len(name) + got[0]
                     sigs.append(got[1])
                     new.append((call.id, name, i))
@@ -376,6 +391,8 @@ def _conversation(msgs: list[_Message], tool_names: dict | None, fast: FastPath)
         prev_role = role
         prev_called = has_calls
     if pending and not all(p[2] == n - 1 for p in pending):
+        return None
+    if len(sigs) > _MAX_SIG_CALLS:
         return None
     if msgs[-1].role != "assistant":
         return None  # missing_final_assistant

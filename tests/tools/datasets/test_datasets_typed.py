@@ -339,3 +339,29 @@ def test_memory_is_flat_with_the_fast_path(tmp_path, monkeypatch):
     p_small, p_large = peak(small), peak(large)
     assert p_large <= p_small + 6000 * 64 + _fast.MAX_MEMO * 256, (p_small, p_large)
     assert counter.handled > 9000
+
+
+def test_remembered_shapes_stay_small(tmp_path, monkeypatch):
+    """Arguments whose keys would make a large shape key (long or many keys, many calls) take the slow
+    path every time (the same report), so no remembered shape grows with what a row holds."""
+    rnd = random.Random(11)
+    lines = []
+    for i in range(200):
+        row = _clean(rnd, i)
+        asst = next(m for m in row["messages"] if m.get("tool_calls"))
+        fn = asst["tool_calls"][0]["function"]
+        fn["name"] = "home"
+        if i % 3 == 0:
+            fn["arguments"] = {"k" * 300 + str(i): 1}  # one key over the budget
+        elif i % 3 == 1:
+            fn["arguments"] = {f"x{j}_{'y' * 10}": {"y": [j]} for j in range(30)}  # many keys, nested
+        else:  # more calls than a shape key holds (on the final turn, where unanswered calls are allowed)
+            row["messages"][-1]["tool_calls"] = [
+                {"id": f"d{i}_{j}", "type": "function", "function": {"name": "home", "arguments": {}}}
+                for j in range(20)
+            ]
+        lines.append(json.dumps(row))
+    path = _write(tmp_path / "wide.jsonl", lines)
+    fast, slow, handled = _both(path, tmp_path, monkeypatch, kind=KIND)
+    assert fast == slow
+    assert handled == 0
