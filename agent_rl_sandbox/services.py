@@ -62,7 +62,15 @@ class Services:
         from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
 
         settings = settings or Settings.from_env()
-        settings.home.mkdir(parents=True, exist_ok=True)
+        try:
+            settings.home.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file there, a read-only or pseudo filesystem: one clear line, not a traceback
+            from agent_rl_sandbox.tools.errors import ActionError
+
+            raise ActionError(
+                f"cannot use {settings.home} as the home folder: {e.strerror}",
+                "set AGENT_RL_SANDBOX_HOME (or --home) to a folder you can create and write",
+            ) from None
         store = Store(settings.db_url)
         sandbox = SandboxService(settings, store)
 

@@ -207,3 +207,13 @@ def test_bad_settings_exit_2(tmp_path, var, value):
         r = cli(*args, env={var: value, "AGENT_RL_SANDBOX_HOME": str(tmp_path)})
         assert_bad_input(r, f"bad setting {var}=")  # names the variable, the value and what is wrong
         assert f"fix or unset {var}" in r.stderr
+
+
+def test_a_home_that_cannot_be_made_is_one_error_line(tmp_path):
+    """Fresh user (session 4): a file where the home should be gave a traceback (exit 1), and
+    ``demo`` an ExceptionGroup from its server; now one ``error:`` line naming the folder, exit 2."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for args in (["trajectories", "list"], ["demo"]):
+        r = cli(*args, env={"AGENT_RL_SANDBOX_HOME": str(afile)})
+        assert_bad_input(r, f"cannot use {afile} as the home folder")

@@ -248,7 +248,7 @@ def test_export_since_until_filter_by_when_the_work_happened(tmp_path):
     assert run(app, ["import", str(EVENT_ONLY), *home]).exit_code == 0
     out = ["--out", str(tmp_path / "x"), "--include-unknown-tasks", *home]
     hit = run(app, ["export", "atif", "--since", "2025-10-28", "--until", "2025-10-29", *out])
-    assert hit.exit_code == 0 and "1 rows" in hit.output, hit.output
+    assert hit.exit_code == 0 and "1 row from 1 trajectory" in hit.output, hit.output
     miss = run(app, ["export", "atif", "--since", "2026-01-01", *out])
     assert miss.exit_code == 1 and "selected=0" in miss.output, miss.output  # imported today, worked in 2025
 
