@@ -97,12 +97,18 @@ def show(adapter_id: AdapterArg, home: HomeOpt = None) -> None:
     _print(doc)
 
 
-def _change(home: Path | None, fn) -> None:
+def _change(home: Path | None, fn, *, behaviour: str | None = None) -> None:
     svc = _services(home)
     try:
         done = fn(svc, _who(svc))
         view = svc.adapters.view(done).model_dump(mode="json") if done is not None else None
         routes = svc.adapters.routes.read()
+        if done is None and behaviour is not None:  # the kill switch found nothing deployed: say so
+            known = sorted({t.config.behaviour for t in svc.sandbox.tasks.values() if t.config.behaviour})
+            note = f"note: no adapter was deployed for {behaviour!r}; it is routed to the base model"
+            if behaviour not in known:
+                note += f" (no task has that behaviour; known: {', '.join(known)})"
+            typer.echo(note, err=True)
     finally:
         svc.close()
     _print({"adapter": view, "routes": routes})
@@ -133,4 +139,4 @@ def disable(
     home: HomeOpt = None,
 ) -> None:
     """The kill switch: route the behaviour to the base model now and disable its adapter."""
-    _change(home, lambda svc, who: svc.adapters.disable(behaviour, who, "human", reason))
+    _change(home, lambda svc, who: svc.adapters.disable(behaviour, who, "human", reason), behaviour=behaviour)

@@ -63,7 +63,28 @@ def export(
             f"--min-reward {min_reward:g} is outside [0, 1] (rewards are in [0, 1])",
             "give a value from 0 to 1, or --any-reward to include unscored trajectories",
         )
+    from agent_rl_sandbox.tools.store import normalise_time
+
+    for flag, value in (("--since", since), ("--until", until)):
+        if value is not None:
+            try:
+                normalise_time(value)
+            except ValueError as e:
+                raise BadInput(
+                    f"bad time {flag} {value!r}: {e}", "pass an ISO-8601 time such as 2026-11-29T12:00:00Z"
+                ) from None
     services = Services.build(settings(home, task_dir))
+    if (
+        behaviour is not None
+        and not any(t.config.behaviour == behaviour for t in services.sandbox.tasks.values())
+        and not services.store.trajectories.list(behaviour=behaviour, limit=1)[1]
+    ):
+        known = sorted({t.config.behaviour for t in services.sandbox.tasks.values() if t.config.behaviour})
+        services.close()
+        raise BadInput(
+            f"unknown behaviour {behaviour!r}: no task and no stored trajectory has it",
+            f"use one of {', '.join(known)} (agent-rl-sandbox tasks list)",
+        )
     if (
         task is not None
         and task not in services.sandbox.tasks

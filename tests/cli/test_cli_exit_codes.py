@@ -217,3 +217,21 @@ def test_a_home_that_cannot_be_made_is_one_error_line(tmp_path):
     for args in (["trajectories", "list"], ["demo"]):
         r = cli(*args, env={"AGENT_RL_SANDBOX_HOME": str(afile)})
         assert_bad_input(r, f"cannot use {afile} as the home folder")
+
+
+def test_export_bad_times_and_unknown_behaviours_are_bad_input(tmp_path):
+    """Fresh user (session 4): ``--since yesterday`` and ``--behaviour nope`` were verdicts (exit 1)."""
+    h = ["--home", str(tmp_path / "home")]
+    assert_bad_input(cli("export", "sft", "--since", "yesterday", *h), "bad time --since 'yesterday'")
+    assert_bad_input(cli("export", "sft", "--until", "soon", *h), "bad time --until 'soon'")
+    assert_bad_input(cli("export", "sft", "--behaviour", "nope", *h), "unknown behaviour 'nope'")
+    assert cli("export", "sft", "--behaviour", "setup-triage", *h).exit_code == 1  # known, nothing to export
+
+
+def test_the_kill_switch_on_nothing_deployed_says_so_and_still_succeeds(tmp_path):
+    h = ["--home", str(tmp_path / "home")]
+    typo = cli("adapters", "disable", "setup-triag", *h)
+    assert typo.exit_code == 0 and "no adapter was deployed for 'setup-triag'" in typo.stderr
+    assert "no task has that behaviour" in typo.stderr and "setup-triage" in typo.stderr
+    known = cli("adapters", "disable", "setup-triage", *h)
+    assert known.exit_code == 0 and "no adapter was deployed" in known.stderr and "no task has" not in known.stderr
