@@ -42,19 +42,43 @@ def _ran(step: Step) -> bool:
     return step.outcome != "refused" and any(kind_of(c.function_name) == "command" for c in step.tool_calls or [])
 
 
+SERVED_FILE_TOOLS = frozenset({"sandbox_read_file"})
+"""Sandbox tools whose server steps return file bytes the server read itself (no command's watch
+sees those opens): each such step carries the server's own ``secret_read`` verdict on the file it
+served (``tools/sandbox/_served_secrets.py``)."""
+
+
+def _served(step: Step) -> bool:
+    """A server step that returned file bytes (not refused)."""
+    return (
+        step.provenance == "server"
+        and step.outcome != "refused"
+        and any(c.function_name in SERVED_FILE_TOOLS for c in step.tool_calls or [])
+    )
+
+
 def effects_of(steps: list[Step], *, secret_reads: bool = False) -> tuple[list[EffectRecord], list[int]]:
     """(every effect record of trusted command steps, ids of command steps whose effects were not
     observed). Server steps carry the records; a hook-recorded command ran outside any sandbox, so
-    its effects are unobserved; self-logged (``agent``) steps are claims and are skipped.
+    its effects are unobserved; self-logged (``agent``) steps are claims and are skipped. Server
+    steps of :data:`SERVED_FILE_TOOLS` count too (their ``secret_read`` records: the server served a
+    secret file's bytes itself).
     ``secret_reads``: the caller asks about ``secret_read`` effects, so a step without the server's
     inotify watch (``effects.secret_watch`` not ``true``: inotify unavailable, or recorded before
     the watch existed) is unobserved too."""
     records: list[EffectRecord] = []
     unobserved: list[int] = []
     for step in steps:
-        if step.provenance == "agent" or not _ran(step):
-            continue
         fx = step.extra.get("effects") if isinstance(step.extra, dict) else None
+        if _served(step) and not _ran(step):
+            # the server's read of a file: only its secret verdict is an effect; a step recorded before
+            # the server judged served files carries none, so it is unobserved for secret reads only
+            if not isinstance(fx, dict) or fx.get("secret_watch") is not True:
+                if secret_reads:
+                    unobserved.append(step.step_id)
+                continue
+        elif step.provenance == "agent" or not _ran(step):
+            continue
         if (
             step.provenance != "server"
             or not isinstance(fx, dict)

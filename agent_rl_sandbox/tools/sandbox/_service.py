@@ -114,6 +114,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
 from agent_rl_sandbox.tools.sandbox._safe_read import UnsafeRead, open_beneath, read_fd, split_text
 from agent_rl_sandbox.tools.sandbox._secret_watch import SecretWatch, note_secrets
 from agent_rl_sandbox.tools.sandbox._secret_watch import available as secret_watch_available
+from agent_rl_sandbox.tools.sandbox._served_secrets import note_secret_values, served_secret
 from agent_rl_sandbox.tools.sandbox._shims import EffectRecorder, ShimSet, saved_downloads
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
@@ -618,7 +619,8 @@ class SandboxService:
             shutil.rmtree(dirs[d], ignore_errors=True)
             dirs[d].mkdir(parents=True)
         # their inodes: a later rename or hard link is still watched
-        note_secrets(dirs["repo"], dirs["root"], base.secrets if base is not None else None)
+        secrets = note_secrets(dirs["repo"], dirs["root"], base.secrets if base is not None else None)
+        note_secret_values(dirs["repo"], dirs["root"], secrets)  # a copy of one is a secret too when served
         tree = base.tree_hash if base is not None else wc.base_tree(base_commit)
         if base is not None:
             files = list(base.files)
@@ -1270,6 +1272,10 @@ class SandboxService:
         try:
             with open_beneath(dirs["repo"].resolve(), rel_real) as fd:
                 st = os.fstat(fd)
+                # judged whole, by identity and content, before any byte is served: this read is the
+                # server's, so no command's secret watch sees it (red team: `mv .e?v notes.txt`, then
+                # notes.txt in 4-byte chunks)
+                secret = served_secret(dirs["root"], fd, rel_real)
                 data = read_fd(
                     fd, max_bytes=inp.max_bytes, timeout_s=5.0, name=inp.path, offset=inp.offset, truncate=True
                 )
@@ -1294,7 +1300,18 @@ class SandboxService:
             tool,
             args,
             observed,
-            extra={"paths": [inp.path], "size_bytes": st.st_size} | ({"binary": True} if binary else {}),
+            extra={
+                "paths": [inp.path],
+                "size_bytes": st.st_size,
+                "effects": {
+                    "observed": True,
+                    "secret_watch": True,
+                    "records": [{"kind": "secret_read", "tool": "server", "argv": [inp.path], "note": secret}]
+                    if secret
+                    else [],
+                },
+            }
+            | ({"binary": True} if binary else {}),
         )
         return SandboxReadFileOutput(
             step_id=step_id,
