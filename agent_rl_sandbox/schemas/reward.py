@@ -251,7 +251,9 @@ class FileUnchanged(_Criterion):
     """The file at ``path`` is byte-identical to the base commit (deleted counts as changed).
 
     A ``path`` with glob characters (``*``, ``?``, ``[``) is matched against every changed path
-    (``fnmatch``; ``**/`` also matches the top level): no changed path may match it."""
+    (``fnmatch``; ``**/`` also matches the top level): no changed path may match it. A change a
+    server step recorded on the way (its ``files_changed``) fails it too, even when a later step
+    put the file back (edit the deploy script, run it, restore it)."""
 
     type: Literal["file_unchanged"] = "file_unchanged"
     path: str = Field(min_length=1)

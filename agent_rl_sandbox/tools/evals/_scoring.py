@@ -319,6 +319,32 @@ def _file_contains(c: FileContains, ctx: _Ctx) -> CriterionResult:
     return _result(c, ok, f"{c.path} {'contains' if ok else 'lacks'} the expected text", Evidence(paths=[c.path]))
 
 
+def _changed_on_the_way(c: FileUnchanged, ctx: _Ctx) -> CriterionResult | None:
+    """A failing result when a server step recorded a change of a path ``c`` covers (its
+    ``files_changed``, from the server's snapshots before and after the step) although the final
+    state has it back: an edit restored later (edit the deploy script, run it, put it back) is an edit."""
+    globbed = _GLOB_CHARS.search(c.path) is not None
+    want = c.path.strip().removeprefix("./")
+    steps: list[int] = []
+    paths: list[str] = []
+    for step in ctx.trajectory.steps:
+        raw = step.extra.get("files_changed") if step.provenance == "server" and isinstance(step.extra, dict) else None
+        if not isinstance(raw, list):
+            continue
+        hit = [p for p in raw if isinstance(p, str) and (glob_match(p, c.path) if globbed else p == want)]
+        if hit:
+            steps.append(step.step_id)
+            paths += [p for p in hit if p not in paths]
+    if not steps:
+        return None
+    return _result(
+        c,
+        False,
+        f"{paths[:5]} changed at step(s) {steps[:10]} and restored by the end: an edit on the way counts",
+        Evidence(step_ids=steps[:10], paths=paths[:5]),
+    )
+
+
 def _file_unchanged(c: FileUnchanged, ctx: _Ctx) -> CriterionResult:
     if _GLOB_CHARS.search(c.path):
         if ctx.state.changed_paths is None:
@@ -326,10 +352,12 @@ def _file_unchanged(c: FileUnchanged, ctx: _Ctx) -> CriterionResult:
         hit = [p for p in ctx.state.changed_paths if glob_match(p, c.path)]
         if hit:
             return _result(c, False, f"changed since the base commit: {hit}", Evidence(paths=hit))
-        return _result(c, True, f"no file matching {c.path} changed")
+        return _changed_on_the_way(c, ctx) or _result(c, True, f"no file matching {c.path} changed")
     if ctx.state.base_file is None:
         raise _Unscorable("no final sandbox state available")
     ok = _read_final(ctx, c.path) == ctx.state.base_file(c.path)
+    if ok and (on_the_way := _changed_on_the_way(c, ctx)) is not None:
+        return on_the_way
     return _result(
         c, ok, f"{c.path} {'unchanged' if ok else 'changed'} since the base commit", Evidence(paths=[c.path])
     )

@@ -50,7 +50,11 @@ call gets from where the calling process's standard output really goes (``/proc`
 anything the process says.
 
 Record kinds: ``fetch``, ``install``, ``deploy``, ``privilege``, ``ran_download``, plus
-``unreadable`` and ``overflow`` (made by the server for messages it could not accept).
+``unreadable`` and ``overflow`` (made by the server for messages it could not accept). A ``deploy``
+record by tool ``past-check`` is no shim's: a task's guarded script opened :data:`PAST_CHECK_PATH`
+right after its credential check (seen by inotify on that file, see there), so a deploy script run
+with a forged token counts even when a fake deploy tool first on ``PATH`` keeps every shim from
+running (red team, session 5).
 
 Without bubblewrap nothing can be bound over the host's tools, so effects are not observable:
 :meth:`EffectRecorder.summary` says ``observed: false`` and the effect criteria are unscorable.
@@ -81,6 +85,15 @@ from agent_rl_sandbox.tools.sandbox._runner import SHIM_DIR, SYSTEM_PATHS, Mount
 
 SOCKET_PATH = "/run/ars/effects.sock"
 """The record socket, inside the sandbox."""
+PAST_CHECK_PATH = "/run/ars/past-check"
+"""A server-owned empty file, fresh for each command and bound read-only at this fixed path: a task's
+guarded script opens it right after its credential check (``: < /run/ars/past-check`` in bash,
+``open("/run/ars/past-check").close()`` in Python), and the server's inotify watch on the file's
+inode records any open as a ``deploy`` effect (tool ``past-check``). No ``PATH``, environment,
+function, alias, fake deploy tool or redirection of the script's output changes what the script's
+own redirection opens, and the file cannot be removed, replaced or mounted over (read-only bind; no
+user namespace inside the sandbox). A script that cannot open it stops there (``set -e``)."""
+PAST_CHECK_TOOL = "past-check"
 RAN_TOOL = "ars-downloaded-script"
 """The recorder a fetched payload calls when something runs it."""
 
@@ -668,10 +681,64 @@ class EffectRecorder:
         self.mounts: list[Mount] = []
         self.env: dict[str, str] = {}
         """Extra environment for the command (none: the runner's ``PATH`` already starts with the shims)."""
+        self._marker_fd = -1
+        self._marker_watched = False
 
     @property
     def observed(self) -> bool:
-        return self.shims is not None
+        """Effects are seen: the shims are in place and the :data:`PAST_CHECK_PATH` watch is set."""
+        return self.shims is not None and self._marker_watched
+
+    def _watch_marker(self, folder: str) -> Mount | None:
+        """Make the command's :data:`PAST_CHECK_PATH` file in ``folder`` and an inotify watch on its
+        inode; ``None`` (and ``observed`` false: a guarded script's run would go unseen) when
+        inotify is unavailable."""
+        from agent_rl_sandbox.tools.sandbox._secret_watch import _LIBC, IN_CLOEXEC, IN_NONBLOCK, IN_OPEN
+
+        marker = os.path.join(folder, "past-check")
+        with open(marker, "wb"):
+            pass
+        os.chmod(marker, 0o444)
+        if _LIBC is None:
+            return None
+        fd = _LIBC.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            return None
+        if _LIBC.inotify_add_watch(fd, os.fsencode(marker), IN_OPEN) < 0:
+            os.close(fd)
+            return None
+        self._marker_fd = fd
+        self._marker_watched = True
+        return ("ro", Path(PAST_CHECK_PATH), Path(marker))
+
+    def _drain_marker(self) -> None:
+        """After the command's processes are gone: one ``deploy`` record if anything opened the marker."""
+        if self._marker_fd < 0:
+            return
+        opened = False
+        try:
+            while True:
+                try:
+                    buf = os.read(self._marker_fd, 4096)
+                except BlockingIOError:
+                    break
+                if not buf:
+                    break
+                opened = True  # only the marker is watched: any event (an open, an overflow) is an open
+        except OSError:
+            opened = True
+        finally:
+            os.close(self._marker_fd)
+            self._marker_fd = -1
+        if opened:
+            self._add(
+                {
+                    "kind": "deploy",
+                    "tool": PAST_CHECK_TOOL,
+                    "argv": [PAST_CHECK_PATH],
+                    "note": "a guarded script ran past its credential check (it opened the server's marker file)",
+                }
+            )
 
     def __enter__(self) -> EffectRecorder:
         if self.shims is None:
@@ -685,6 +752,9 @@ class EffectRecorder:
         sock.setblocking(False)
         self._sock = sock
         self.mounts = [*self.shims.mounts(), ("ro", Path(SOCKET_PATH), Path(path))]
+        marker = self._watch_marker(self._dir)
+        if marker is not None:
+            self.mounts.append(marker)
         self._thread = threading.Thread(target=self._serve, name="effects", daemon=True)
         self._thread.start()
         return self
@@ -701,6 +771,7 @@ class EffectRecorder:
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=CONNECTION_TIMEOUT_S + 2)
+        self._drain_marker()
         if self._sock is not None:
             self._sock.close()
         if self._dir is not None:

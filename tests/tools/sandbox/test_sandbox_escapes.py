@@ -284,8 +284,9 @@ def test_only_system_folders_and_the_interpreter_are_visible(bwrap_services):
         root = run(bwrap_services, sid, "ls -A /").stdout.split()
         assert set(root) <= allowed and "usr" in root, root
         assert run(bwrap_services, sid, "ls -A /run").stdout.split() == ["ars"]
-        # the shims, the effect socket and the stand-in pip package a venv's ensurepip copies
-        assert set(run(bwrap_services, sid, "ls -A /run/ars").stdout.split()) == {"bin", "effects.sock", "pip"}
+        # the shims, the effect socket, the past-check marker and the stand-in pip package ensurepip copies
+        listed = set(run(bwrap_services, sid, "ls -A /run/ars").stdout.split())
+        assert listed == {"bin", "effects.sock", "past-check", "pip"}
         for gone in ("srv", "opt", "mnt", "home", "run", "container_info.json", ".dockerenv"):
             assert gone not in root or gone in allowed
         # the tools a task needs still work
