@@ -20,6 +20,11 @@ stream past ``Limits.output_kill_mb`` kills the command with ``limit_hit="output
 bubblewrap ``/tmp`` and ``/var/tmp`` are tmpfs of ``Limits.tmp_mb`` MiB each (RAM the memory limit
 does not count, hence their own bound), and the hiding tmpfs mounts are 1 MiB. A caller's ``watch``
 (the sandbox's disk quota) is polled about once a second and can kill the command with its limit.
+RLIMIT_AS bounds each process alone, so the command's whole process tree is measured too, at the
+same polls (:func:`tree_memory_bytes`: the proportional set size of every process of the sandbox
+uid, or of the command's descendants and session without one): over ``Limits.memory_mb`` the
+command is killed with ``limit_hit="memory"`` (red team: four children of 400 MB each held
+1,628 MB against a 1,024 MB limit, no limit hit).
 """
 
 from __future__ import annotations
@@ -455,6 +460,63 @@ def _classify(exit_code: int | None, limits: Limits, cpu_used: float, stderr_tai
     return None
 
 
+def _proc_stat(pid: str) -> tuple[int, int] | None:
+    """(parent pid, session id) of a live process, from ``/proc/<pid>/stat``; ``None`` if gone or a zombie."""
+    try:
+        line = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    rest = line[line.rfind(b")") + 2 :].split()
+    if not rest or rest[0] == b"Z":
+        return None
+    return int(rest[1]), int(rest[3])
+
+
+def _process_memory(pid: int) -> int:
+    """Bytes a process holds: its PSS (``/proc/<pid>/smaps_rollup``: shared pages split among their
+    users, so forked copy-on-write children are not counted twice), else its RSS (``statm``); 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_bytes().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def tree_memory_bytes(root_pid: int, uid: int | None) -> int:
+    """Memory (bytes, PSS) of a command's processes: with ``uid`` every live process of that uid
+    (the sandbox's: nothing escapes it by forking, ``setsid`` or reparenting), else ``root_pid``,
+    its descendants (by parent pid) and every process of its session. One pass over ``/proc``."""
+    if uid is not None:
+        return sum(_process_memory(p) for p in pids_of_uid(uid))
+    parents: dict[int, int] = {}
+    members: set[int] = {root_pid}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        st = _proc_stat(name)
+        if st is None:
+            continue
+        parents[int(name)] = st[0]
+        if st[1] == root_pid:
+            members.add(int(name))
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    stack = list(members)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in members:
+                members.add(child)
+                stack.append(child)
+    return sum(_process_memory(p) for p in members if p in parents)
+
+
 def _enlarge_pipe(fd: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
@@ -556,11 +618,16 @@ def run_command(
     usage = None
     next_watch = t0 + WATCH_EVERY_S
 
+    memory_cap = limits.memory_mb * 1024 * 1024
+
     def watched() -> str | None:
         nonlocal next_watch
-        if watch is None or time.monotonic() < next_watch:
+        if time.monotonic() < next_watch:
             return None
-        verdict = watch()
+        # the whole tree's memory: RLIMIT_AS holds each process alone, not the sum of the children
+        verdict = "memory" if tree_memory_bytes(proc.pid, uid) > memory_cap else None
+        if verdict is None and watch is not None:
+            verdict = watch()
         next_watch = time.monotonic() + WATCH_EVERY_S
         return verdict
 

@@ -192,3 +192,23 @@ def test_sandbox_uids_are_stable_unprivileged_and_distinct():
     assert uids == [sandbox_uid(i) for i in ids]
     assert len(set(uids)) == len(uids)
     assert all(u > 65535 for u in uids)
+
+
+def test_memory_limit_holds_for_the_whole_process_tree(env):
+    """RLIMIT_AS bounds each process alone: four children of 80 MB each stay under a 160 MB limit
+    one by one, but together hold twice it, so the tree's memory (polled about once a second) kills
+    the command with a memory limit hit (red team: 4 x 400 MB held against 1,024 MB)."""
+    hold = "x=$(head -c 80000000 /dev/zero | tr '\\0' a); sleep 20"
+    t0 = time.monotonic()
+    res = _run(env, f"for i in 1 2 3 4; do ( {hold} ) & done; wait; echo survived", memory_mb=160, wall_seconds=25)
+    assert res.limit_hit == "memory", (res.exit_code, res.limit_hit, res.stdout[-200:], res.stderr[-300:])
+    assert "survived" not in res.stdout and time.monotonic() - t0 < 15
+
+
+def test_memory_of_one_modest_tree_is_no_limit_hit(env):
+    res = _run(
+        env,
+        "for i in 1 2; do ( x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 2 ) & done; wait; echo ok",
+        memory_mb=160,
+    )
+    assert res.limit_hit is None and res.stdout.strip() == "ok", (res.limit_hit, res.stderr[-300:])
