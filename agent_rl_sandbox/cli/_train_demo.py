@@ -223,6 +223,11 @@ def run_train_demo(
     p.done(t, f"{rec.job_id} {rec.state}")
 
     t = p.stage(7, "worker", "validate -> baseline -> train -> post_eval -> gate")
+    ws_dir = settings.jobs_dir / job["job_id"]
+    console.print(
+        f"      the longest stage (train) logs to {ws_dir / 'train.log'}; follow it with `tail -f` "
+        f"(run.log has every stage)"
+    )
     _run_worker(settings, p)
     p.done(t, "worker pass finished")
 
@@ -256,6 +261,13 @@ def run_train_demo(
         p.done(t, f"job {final.state} ({final.reason})")
         if final.state == "gate_passed":
             figures |= _answer_and_kill_switch(settings, model_dir, ws, p)
+        else:
+            t = p.stage(9, "deploy + answer + kill switch", "skipped")
+            p.done(
+                t,
+                f"skipped: the job ended {final.state} ({final.reason}), so no candidate adapter was registered; "
+                f"only a gate-passed job's adapter may be deployed. Its logs: {ws / 'run.log'}, {ws / 'train.log'}",
+            )
     finally:
         services.close()
     figures["total_s"] = round(time.monotonic() - p.t0, 1)
