@@ -79,13 +79,17 @@ class Services:
             return (task.config.behaviour, task.config.split) if task is not None else None
 
         evals = EvalService(settings, store, sandbox)
+        trajectories = TrajectoryService(settings, store.trajectories, task_info)
         datasets = DatasetService(settings)
         return cls(
             settings=settings, store=store, sandbox=sandbox, evals=evals,
-            trajectories=TrajectoryService(settings, store.trajectories, task_info),
+            trajectories=trajectories,
             datasets=datasets,
             routes=RouteService(store.trajectories, sandbox.tasks),
-            jobs=JobService(settings, JobRepository(store.engine), datasets, evals.gates, sandbox.tasks),
+            jobs=JobService(
+                settings, JobRepository(store.engine), datasets, evals.gates, sandbox.tasks,
+                store_rows=lambda selection: _store_rows(trajectories, selection),
+            ),
             adapters=AdapterRegistry(
                 store.engine, RouteTable(settings.adapters_dir / "routes.json"),
                 lambda: _serving_backend(settings), base_name=settings.vllm_base_model,
@@ -202,6 +206,24 @@ def exit_on_term_signals() -> None:
 def _exit_on_signal(signum: int, _frame: object) -> None:
     """SIGTERM/SIGHUP: exit through ``SystemExit`` so the ``atexit`` close runs."""
     raise SystemExit(128 + signum)
+
+
+def _store_rows(trajectories: TrajectoryService, selection: dict[str, Any]) -> tuple[int, str]:
+    """How many rows a job's store selection exports now, and for none why: the worker's export
+    (:func:`~agent_rl_sandbox.tools.trajectories._export.store_selection_options`) into a scratch
+    folder that is deleted afterwards."""
+    import tempfile
+    from pathlib import Path
+
+    from agent_rl_sandbox.tools.errors import ActionError
+    from agent_rl_sandbox.tools.trajectories._export import store_selection_options
+
+    with tempfile.TemporaryDirectory(prefix="ars-store-rows-") as scratch:
+        try:
+            res = trajectories.export_to(store_selection_options(selection), Path(scratch))
+        except ActionError as e:
+            return 0, e.message
+    return res.manifest.rows, "" if res.manifest.rows else "the export selected nothing"
 
 
 def _serving_backend(settings: Settings) -> ServingBackend | None:

@@ -110,7 +110,12 @@ def show(
     console.print(Text(f"spec hash: {doc['spec_hash']}"))
     console.print(Text("spec:\n" + json.dumps(doc["spec"], indent=2, sort_keys=True)))
     v = doc["dataset_validation"]
-    if v:
+    if v and "store_rows_at_request" in v:
+        console.print(
+            f"dataset: a store selection, {v['store_rows_at_request']} rows at request time "
+            "(trajectories created before then only; the worker materialises, validates and hashes them)"
+        )
+    elif v:
         console.print(
             Text(
                 f"dataset: {v.get('verdict')}, {v.get('rows')} rows, kinds {v.get('kinds')}, "

@@ -277,7 +277,8 @@ class TrainingRequestOutput(BaseModel):
     spec: dict[str, object]
     """The canonical spec stored (normalised paths, dataset content hash)."""
     dataset_validation: dict[str, object] | None = None
-    """Summary of the dataset validation (a file dataset), with the full report's path."""
+    """Summary of the dataset validation (a file dataset), with the full report's path; for a store
+    selection ``{"store_rows_at_request": N}``, the rows it exported when requested."""
     next_step: str
 
 

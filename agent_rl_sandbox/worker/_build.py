@@ -25,23 +25,9 @@ def build_worker(settings: Settings, *, lease_s: float = 60.0, worker_id: str | 
     services = Services.build(settings)
 
     def materialise(selection: dict[str, Any], out: Path) -> Path:
-        from agent_rl_sandbox.tools.trajectories._export import ExportOptions
+        from agent_rl_sandbox.tools.trajectories._export import store_selection_options
 
-        opts = ExportOptions(
-            format=selection["export"],
-            behaviour=selection.get("behaviour"),
-            task_id=selection.get("task_id"),
-            agent_name=selection.get("agent_name"),
-            created_before=selection.get("created_before"),  # the request time: rows the approver could see
-            # the canonical spec stores an omitted min_reward as None, which the export reads as "every
-            # finished trajectory, scored or not": failing episodes would become SFT data. Omitted
-            # means the export's default (passing trajectories only).
-            min_reward=1.0 if selection.get("min_reward") is None else selection["min_reward"],
-            # an agent-requested store selection trains on server-scored trajectories only: formats that
-            # ignore min_reward (grpo prompts, kto) would otherwise take self-logged (fabricated) ones
-            include_self_reported=False,
-        )
-        return Path(services.trajectories.export_to(opts, out).data_path)
+        return Path(services.trajectories.export_to(store_selection_options(selection), out).data_path)
 
     def on_gate_passed(job: JobRecord, ws: JobWorkspace) -> None:
         report: dict[str, Any] = {"scores": ws.read_scores()}

@@ -23,8 +23,9 @@ field and what to do:
   :class:`~agent_rl_sandbox.tools.datasets.DatasetService` (any error blocks the request and the
   message gives the full report's path); its SHA-256 is taken before and after validation (a file
   that changed meanwhile is refused) and must equal a ``sha256`` the requester gave. A store selection
-  names a known behaviour and is cut off at the request time (``created_before``); the worker
-  materialises and hashes it.
+  names a known behaviour, is cut off at the request time (``created_before``) and must export at
+  least one row then (counted by the worker's own export, kept as ``store_rows_at_request`` for the
+  approver); the worker materialises and hashes it.
 - ``gate.name``: a gate ``eval_gate`` knows; ``gate.behaviour``: a behaviour with held-out variants.
 - ``caps``: within ``Settings.job_max_steps``, ``job_max_timeout_s``, ``job_max_gpu_hours``; a
   ``hyperparameters.max_steps`` within ``caps.max_steps``.
@@ -110,12 +111,16 @@ class JobService:
         datasets: DatasetService,
         gates: Callable[[], Mapping[str, Any]],
         tasks: Mapping[str, Any],
+        store_rows: Callable[[dict[str, Any]], tuple[int, str]] | None = None,
     ):
         self.settings = settings
         self.repo = repo
         self.datasets = datasets
         self.gates = gates
         self.tasks = tasks
+        self.store_rows = store_rows
+        """``store_rows(selection)``: the rows a canonical store selection exports now and, for 0, why
+        (the worker's own export, run into a scratch folder); ``None``: not counted."""
 
     # -- agent-facing -------------------------------------------------------------------------------
 
@@ -144,6 +149,16 @@ class JobService:
             base_model_sha256=model_sha,
             store_created_before=utcnow() if spec.dataset.kind == "store" else None,
         )
+        if spec.dataset.kind == "store" and self.store_rows is not None:
+            rows, why = self.store_rows(canon["dataset"])
+            if rows == 0:
+                raise _field_error(
+                    "dataset",
+                    f"the store selection exports no rows now ({why})",
+                    "finish and score more episodes of the behaviour with sandbox_finish (route_recommend says how "
+                    "many a route needs), or widen the selection",
+                )
+            validation = {"store_rows_at_request": rows}
         job = self.repo.add(
             requester=caller.owner_id,
             actor="human" if caller.operator else "agent",

@@ -69,7 +69,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,26 @@ class ExportOptions:
             for k in ("task_id", "behaviour", "agent_name", "origin", "created_after", "created_before")
             if getattr(self, k) is not None
         }
+
+
+def store_selection_options(selection: Mapping[str, Any]) -> ExportOptions:
+    """The export a training job's store selection stands for (a canonical spec's ``dataset`` with
+    ``kind == "store"``): what the worker materialises and what ``training_request`` counts.
+
+    An omitted ``min_reward`` (stored as ``None``) means the export's default, passing trajectories
+    only (``None`` would read as "every finished trajectory, scored or not": failing episodes would
+    become SFT data); self-logged trajectories never count (formats that ignore ``min_reward``,
+    grpo prompts and kto, would otherwise take fabricated ones); ``created_before`` is the request
+    time the spec carries (the rows the approver could see)."""
+    return ExportOptions(
+        format=str(selection["export"]),
+        behaviour=selection.get("behaviour"),
+        task_id=selection.get("task_id"),
+        agent_name=selection.get("agent_name"),
+        created_before=selection.get("created_before"),
+        min_reward=1.0 if selection.get("min_reward") is None else float(selection["min_reward"]),
+        include_self_reported=False,
+    )
 
 
 @dataclass

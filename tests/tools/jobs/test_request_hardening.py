@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -186,14 +187,27 @@ async def test_hyperparameter_max_steps_above_the_cap_is_refused(hard):
         assert not ok.is_error, _text(ok)
 
 
-async def test_a_store_selection_is_cut_off_at_the_request_time(hard):
+async def test_a_store_selection_is_counted_and_cut_off_at_the_request_time(hard):
     """Red team (session 4): a store selection carried no row binding, so trajectories added after the
-    approval joined the training data. The canonical spec now holds the request time
-    (``dataset.created_before``), which the worker's export applies."""
+    approval joined the training data; the canonical spec now holds the request time
+    (``dataset.created_before``), which the worker's export applies. Fresh user (session 4): a
+    selection that exported nothing was accepted and approved, and failed only in the worker; it is
+    now refused at request time, and an accepted one shows its row count to the approver."""
+    from agent_rl_sandbox.tools.sandbox._scripted import play_task_script
+
     services, _ = hard
+    spec = _spec(services, dataset={"kind": "store", "export": "sft", "behaviour": "claim-before-edit"})
     async with Client(build_server(services=services)) as agent:
-        spec = _spec(services, dataset={"kind": "store", "export": "sft", "behaviour": "claim-before-edit"})
+        empty = await agent.call_tool("training_request", spec)
+        assert empty.is_error and "field `dataset`" in _text(empty) and "exports no rows now" in _text(empty)
+        assert services.jobs.repo.list()[1] == 0
+        ep = await anyio.to_thread.run_sync(
+            lambda: play_task_script(services.sandbox, "claim-before-edit/train-2", "oracle", agent="base")
+        )
+        assert ep.finish.get("reward") == 1.0, ep.finish
         res = await agent.call_tool("training_request", spec)
         assert not res.is_error, _text(res)
-    cut = res.structured_content["spec"]["dataset"]["created_before"]
+    out = res.structured_content
+    cut = out["spec"]["dataset"]["created_before"]
     assert cut.endswith("Z") and cut <= utcnow()
+    assert out["dataset_validation"] == {"store_rows_at_request": 1}
