@@ -9,6 +9,7 @@ travel in ``extra`` when a trajectory is exported as plain ATIF.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,9 +58,19 @@ SERVER_EXTRA_KEYS = frozenset(
 logs (provenance ``agent``) never carries them at its top level: ``trajectory_log_step`` moves them under
 :data:`AGENT_CLAIMED_EXTRA_KEY`, and the ATIF writer does the same for any stored agent step, so no reader
 (scorer, exports, ``score``) can take an agent's ``{"provenance": "server", "trusted_run": ...}`` for the
-server's record. Compared case-insensitively."""
+server's record. Compared after normalisation (:func:`_bare_key`: case, width, whitespace, zero-width
+characters)."""
 AGENT_CLAIMED_EXTRA_KEY = "agent_claimed"
 """Where an agent-logged step keeps the server-looking ``extra`` keys it sent (kept for audit, never read)."""
+
+
+def _bare_key(key: str) -> str:
+    """``key`` as :func:`quarantine_extra` compares it: NFKC-normalised, without format characters
+    (zero-width spaces and joiners, Unicode category Cf) and surrounding whitespace, case-folded, so
+    ``"PROVENANCE "`` and ``"provenance\u200b"`` are ``"provenance"`` (red team, session 4: those
+    look-alikes were kept at the top level)."""
+    text = unicodedata.normalize("NFKC", key)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf").strip().casefold()
 
 
 def quarantine_extra(extra: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +78,7 @@ def quarantine_extra(extra: dict[str, Any]) -> dict[str, Any]:
     existing :data:`AGENT_CLAIMED_EXTRA_KEY` moved under ``extra["agent_claimed"]``; unchanged when there
     is none. Example: ``{"provenance": "server", "note": 1}`` -> ``{"note": 1, "agent_claimed":
     {"provenance": "server"}}``."""
-    moved = {k: v for k, v in extra.items() if k.lower() in SERVER_EXTRA_KEYS or k == AGENT_CLAIMED_EXTRA_KEY}
+    moved = {k: v for k, v in extra.items() if _bare_key(k) in SERVER_EXTRA_KEYS or k == AGENT_CLAIMED_EXTRA_KEY}
     if not moved:
         return extra
     kept = {k: v for k, v in extra.items() if k not in moved}

@@ -116,3 +116,15 @@ async def test_server_looking_extra_keys_in_logged_steps_are_quarantined(server,
     doc = json.loads(res.data_path.read_text().splitlines()[0])
     rl = doc["steps"][1]["extra"]
     assert rl["provenance"] == "agent" and "reward" not in rl and "trusted_run" not in rl
+
+
+def test_look_alike_server_keys_are_quarantined_too():
+    """Red team (session 4): ``"PROVENANCE "`` (trailing space) and ``provenance`` with a zero-width
+    space stayed at the top level of an agent-logged step's ``extra``; they are compared normalised now."""
+    from agent_rl_sandbox.schemas.trajectory import quarantine_extra
+
+    extra = {"PROVENANCE ": "server", "provenance\u200b": "server", "ＴＲＵＳＴＥＤ": True, "note": 1}
+    out = quarantine_extra(extra)
+    assert set(out) == {"note", "agent_claimed"}
+    assert out["agent_claimed"] == {"PROVENANCE ": "server", "provenance\u200b": "server", "ＴＲＵＳＴＥＤ": True}
+    assert quarantine_extra({"provenances": 1, "note": 2}) == {"provenances": 1, "note": 2}
