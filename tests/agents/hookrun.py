@@ -27,6 +27,25 @@ def hook_env(home: Path, **extra: str) -> dict:
     return env
 
 
+def drainer_processes(home: Path) -> list[int]:
+    """Pids of live background drainers (``python -m agent_rl_sandbox.agents._drain``) started for
+    ``home``, read from ``/proc`` (a drainer a hook spawned may still be starting up, before it takes
+    the drain lock, so the lock alone cannot say that none is left)."""
+    want = f"AGENT_RL_SANDBOX_HOME={home}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            if b"agent_rl_sandbox.agents._drain" in cmd and want in (entry / "environ").read_bytes().split(b"\0"):
+                if (entry / "stat").read_text().split(")")[-1].split()[0] != "Z":
+                    pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
 def run_hook(home: Path, event, client: str = "claude-code", **env) -> tuple[subprocess.CompletedProcess, float]:
     """One hook process (``python -m agent_rl_sandbox.cli hook <client>``) with ``event`` on stdin."""
     raw = event if isinstance(event, bytes) else json.dumps(event).encode()
