@@ -62,15 +62,7 @@ class Services:
         from agent_rl_sandbox.tools.trajectories._service import TrajectoryService
 
         settings = settings or Settings.from_env()
-        try:
-            settings.home.mkdir(parents=True, exist_ok=True)
-        except OSError as e:  # a file there, a read-only or pseudo filesystem: one clear line, not a traceback
-            from agent_rl_sandbox.tools.errors import ActionError
-
-            raise ActionError(
-                f"cannot use {settings.home} as the home folder: {e.strerror}",
-                "set AGENT_RL_SANDBOX_HOME (or --home) to a folder you can create and write",
-            ) from None
+        ensure_home(settings)
         store = Store(settings.db_url)
         sandbox = SandboxService(settings, store)
 
@@ -188,6 +180,21 @@ class Services:
         if self._exit_hook is not None:
             atexit.unregister(self.close)
             self._exit_hook = None
+
+
+def ensure_home(settings: Settings) -> None:
+    """Create ``settings.home`` (and its parents) if missing. Raises :class:`ActionError` naming the
+    folder when it cannot be made (a file there, a read-only or pseudo filesystem): one clear line,
+    not a traceback."""
+    try:
+        settings.home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        from agent_rl_sandbox.tools.errors import ActionError
+
+        raise ActionError(
+            f"cannot use {settings.home} as the home folder: {e.strerror}",
+            "set AGENT_RL_SANDBOX_HOME (or --home) to a folder you can create and write",
+        ) from None
 
 
 def exit_on_term_signals() -> None:

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from agent_rl_sandbox.cli._common import HomeOpt, settings
-from agent_rl_sandbox.cli._outcome import BadInput, verdict
+from agent_rl_sandbox.cli._outcome import verdict
 
 
 def demo(
@@ -44,13 +44,9 @@ def demo(
     from agent_rl_sandbox.agents.demo import render_demo, run_demo
 
     resolved = settings(home)
-    try:  # before the server starts: a home that cannot be made is one error line, not a traceback
-        resolved.home.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BadInput(
-            f"cannot use {resolved.home} as the home folder: {e.strerror}",
-            "set AGENT_RL_SANDBOX_HOME (or --home) to a folder you can create and write",
-        ) from None
+    from agent_rl_sandbox.services import ensure_home
+
+    ensure_home(resolved)  # before the server starts: a home that cannot be made is one error line (exit 2)
     results = anyio.run(run_demo, resolved, task_id)
     if as_json:
         typer.echo(json.dumps([r.__dict__ for r in results], indent=2, default=str))
