@@ -98,13 +98,15 @@ def show(adapter_id: AdapterArg, home: HomeOpt = None) -> None:
 
 
 def _change(home: Path | None, fn, *, behaviour: str | None = None) -> None:
+    from agent_rl_sandbox.tools.sandbox import task_behaviours
+
     svc = _services(home)
     try:
         done = fn(svc, _who(svc))
         view = svc.adapters.view(done).model_dump(mode="json") if done is not None else None
         routes = svc.adapters.routes.read()
         if done is None and behaviour is not None:  # the kill switch found nothing deployed: say so
-            known = sorted({t.config.behaviour for t in svc.sandbox.tasks.values() if t.config.behaviour})
+            known = task_behaviours(svc.sandbox.tasks)
             note = f"note: no adapter was deployed for {behaviour!r}; it is routed to the base model"
             if behaviour not in known:
                 note += f" (no task has that behaviour; known: {', '.join(known)})"

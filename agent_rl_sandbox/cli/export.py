@@ -63,6 +63,7 @@ def export(
             f"--min-reward {min_reward:g} is outside [0, 1] (rewards are in [0, 1])",
             "give a value from 0 to 1, or --any-reward to include unscored trajectories",
         )
+    from agent_rl_sandbox.tools.sandbox import task_behaviours
     from agent_rl_sandbox.tools.store import normalise_time
 
     for flag, value in (("--since", since), ("--until", until)):
@@ -74,12 +75,12 @@ def export(
                     f"bad time {flag} {value!r}: {e}", "pass an ISO-8601 time such as 2026-11-29T12:00:00Z"
                 ) from None
     services = Services.build(settings(home, task_dir))
+    known = task_behaviours(services.sandbox.tasks)
     if (
         behaviour is not None
-        and not any(t.config.behaviour == behaviour for t in services.sandbox.tasks.values())
+        and behaviour not in known
         and not services.store.trajectories.list(behaviour=behaviour, limit=1)[1]
     ):
-        known = sorted({t.config.behaviour for t in services.sandbox.tasks.values() if t.config.behaviour})
         services.close()
         raise BadInput(
             f"unknown behaviour {behaviour!r}: no task and no stored trajectory has it",

@@ -74,6 +74,7 @@ from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.jobs._hash import canonical_spec, spec_hash
 from agent_rl_sandbox.tools.jobs._model_digest import ModelDigestError, model_digest
 from agent_rl_sandbox.tools.jobs._repository import JobRecord, JobRepository, TransitionRefused, later
+from agent_rl_sandbox.tools.sandbox._task import task_behaviours
 from agent_rl_sandbox.tools.store import utcnow
 
 MODEL_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
@@ -341,10 +342,10 @@ class JobService:
         raise ActionError(f"job {job.job_id} kept changing state; not cancelled", "call training_cancel again")
 
     def _behaviours(self) -> builtins.list[str]:
-        return sorted({t.config.behaviour for t in self.tasks.values() if t.config.behaviour})
+        return task_behaviours(self.tasks)
 
     def _behaviour_known(self, behaviour: str) -> bool:
-        return any(t.config.behaviour == behaviour for t in self.tasks.values())
+        return behaviour in task_behaviours(self.tasks)
 
     def _check_base_model(self, name: str) -> str | None:
         """A name in the operator's registry (returns ``None``), or an absolute folder that holds a

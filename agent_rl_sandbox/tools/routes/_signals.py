@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from agent_rl_sandbox.schemas.routes import VariantCounts
 from agent_rl_sandbox.schemas.trajectory import TrajectorySummary
 from agent_rl_sandbox.tools.errors import ActionError
+from agent_rl_sandbox.tools.sandbox._task import task_behaviours
 
 VERIFIER_CRITERIA = frozenset({"verifier_exit_code"})
 """Criterion types that make a task's reward verifiable (a program decides, not a judge)."""
@@ -114,7 +115,7 @@ def derive_signals(
 ) -> Derived:
     """Signals for ``behaviour`` (every variant) or ``task_id`` (that variant, plus its behaviour's
     held-out variants for the gate). Raises :class:`RouteInputError` when neither is known."""
-    behaviours = sorted({t.config.behaviour for t in tasks.values() if t.config.behaviour})
+    behaviours = task_behaviours(tasks)
     if task_id is not None:
         if task_id not in tasks:
             raise RouteInputError(

@@ -5,7 +5,14 @@ from agent_rl_sandbox.tools.sandbox._direction import DirectionCheck, DirectionE
 from agent_rl_sandbox.tools.sandbox._paths import PathRefused, resolve_inside
 from agent_rl_sandbox.tools.sandbox._runner import CommandResult, Isolation, detect_isolation, run_command
 from agent_rl_sandbox.tools.sandbox._service import SandboxService
-from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, TaskError, discover_tasks, load_task
+from agent_rl_sandbox.tools.sandbox._task import (
+    BUILTIN_TASKS_DIR,
+    Task,
+    TaskError,
+    discover_tasks,
+    load_task,
+    task_behaviours,
+)
 
 __all__ = [
     "BUILTIN_TASKS_DIR",
@@ -24,4 +31,5 @@ __all__ = [
     "require_direction",
     "resolve_inside",
     "run_command",
+    "task_behaviours",
 ]

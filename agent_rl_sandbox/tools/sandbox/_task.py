@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -136,6 +138,15 @@ def dedent_instruction(text: str) -> str:
         lead = len(line) - len(line.lstrip(" \t"))
         out.append(line[min(lead, n) :])
     return "\n".join(out)
+
+
+def task_behaviours(tasks: Mapping[str, Any]) -> list[str]:
+    """The behaviours the tasks in ``tasks`` (by id, as :func:`discover_tasks` returns; any object
+    with ``.config.behaviour`` will do, so the routes' task view qualifies) train,
+    sorted and without repeats; a task without a behaviour adds none. "Is ``b`` a known behaviour"
+    is ``b in task_behaviours(tasks)`` (the job service, the routes, ``export`` and the kill switch
+    all ask it this way)."""
+    return sorted({t.config.behaviour for t in tasks.values() if t.config.behaviour})
 
 
 def discover_tasks(extra_dirs: tuple[Path, ...] = ()) -> tuple[dict[str, Task], list[str]]:
