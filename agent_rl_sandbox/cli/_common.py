@@ -5,6 +5,9 @@ settings they build, and a table console and :func:`fold_ids`, so tables never c
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -48,13 +51,37 @@ def _use_metavars(params: list[Any]) -> None:
             param.metavar = "" if flag else longest
 
 
+@contextmanager
+def _help_width() -> Iterator[None]:
+    """Help printed to something that is not a terminal (a pipe, a file) gets a generous width
+    (``_PIPED_HELP_WIDTH``) instead of rich's 80 columns, so no option name or word is cut with an
+    ellipsis; ``TERMINAL_WIDTH`` (typer's setting) still wins when set."""
+    from typer import rich_utils
+
+    before = rich_utils.MAX_WIDTH
+    if before is None and not sys.stdout.isatty():
+        rich_utils.MAX_WIDTH = _PIPED_HELP_WIDTH
+    try:
+        yield
+    finally:
+        rich_utils.MAX_WIDTH = before
+
+
+_PIPED_HELP_WIDTH = 120
+
+
 class Command(TyperCommand):
-    """A command whose help shows metavars (``DIR``, ``TASK_ID...``, ``FILE...``), never Python
-    types (``<list[Path]>``)."""
+    """A command whose help and usage lines (also the one a usage error prints) show metavars
+    (``DIR``, ``TASK_ID...``, ``FILE...``), never Python types (``<list[Path]>``) or ``{FILE}``."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         _use_metavars(self.get_params(ctx))
-        super().format_help(ctx, formatter)
+        with _help_width():
+            super().format_help(ctx, formatter)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        _use_metavars(self.get_params(ctx))
+        return super().collect_usage_pieces(ctx)
 
 
 class Group(TyperGroup):
@@ -62,7 +89,12 @@ class Group(TyperGroup):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         _use_metavars(self.get_params(ctx))
-        super().format_help(ctx, formatter)
+        with _help_width():
+            super().format_help(ctx, formatter)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        _use_metavars(self.get_params(ctx))
+        return super().collect_usage_pieces(ctx)
 
 
 class RootGroup(Group):
@@ -137,12 +169,19 @@ def settings(home: Path | None = None, task_dirs: list[Path] | None = None) -> S
     return base
 
 
+PIPED_WIDTH = 1_000_000
+"""The console width when stdout is not a terminal: no limit in practice, so no table cell is cut or
+wrapped (a row is one line a script can read); a table is as wide as its content needs."""
+
+
 def table_console() -> Console:
-    """A rich Console for tables: the terminal's width, or a generous one when piped (so nothing is cut)."""
+    """The rich Console every command prints its tables and lines with: the terminal's width on a
+    terminal (long ids fold, see :func:`fold_ids`), no width limit (:data:`PIPED_WIDTH`) when stdout
+    is a pipe or a file, so nothing is ever cut there (``COLUMNS`` does not narrow it)."""
     from rich.console import Console
 
     console = Console()
-    return console if console.is_terminal else Console(width=max(console.width, 200))
+    return console if console.is_terminal else Console(width=PIPED_WIDTH)
 
 
 def fold_ids(table: Any, *headers: str) -> Any:

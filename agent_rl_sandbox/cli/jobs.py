@@ -78,7 +78,7 @@ def list_jobs(
     for v in views:
         table.add_row(
             v.job_id, v.state, Text(v.requester), v.trainer, Text(v.behaviour), v.created_at[:19], v.expires_at[:19],
-            Text((v.reason or "")[:60]),
+            Text(v.reason or ""),
         )  # fmt: skip
     console = table_console()
     console.print(table)

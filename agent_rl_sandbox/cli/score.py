@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, fold_ids, settings
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, fold_ids, settings, table_console
 from agent_rl_sandbox.cli._outcome import BadInput, verdict
 
 if TYPE_CHECKING:
@@ -57,15 +57,13 @@ def score(
     task_dir: TaskDirOpt = None,
 ) -> None:
     """Score trajectories deterministically; exit 1 when --gate fails, 2 on unreadable or invalid input."""
-    from rich.console import Console
-
     from agent_rl_sandbox.tools.evals import is_store_input, report_json, score_and_gate, score_store
 
     resolved = settings(home, task_dir)
     if not as_json and gate is None and (spec, task, baseline, unhooks, out) == (None,) * 5:
         streamed = _big_suite(path)
         if streamed is not None:  # a suite over the model path's size cap, scored by the streaming scorer
-            render_report(streamed[0], Console(), trajectory_count=streamed[1])
+            render_report(streamed[0], table_console(), trajectory_count=streamed[1])
             verdict(True)
     services = None
 
@@ -108,7 +106,7 @@ def score(
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        render_report(report, Console())
+        render_report(report, table_console())
     verdict(report.gate is None or report.gate.passed)
 
 

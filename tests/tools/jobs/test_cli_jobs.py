@@ -116,6 +116,27 @@ def test_reject_modify_and_cancel_and_no_approval_after_them(world):
     assert r.exit_code == 2 and "final" in r.output
 
 
+def test_jobs_list_piped_at_80_columns_prints_the_whole_reason(world):
+    """Fresh user, session 5: the reason column was cut to 60 characters (and by rich at 80 columns)."""
+    s, home, jobs = world
+    note = "too big for this week's budget: " + " ".join(f"word{i}" for i in range(30)) + " end-of-note"
+    assert _cli("jobs", "reject", jobs[0].job_id, "--note", note, home=home).exit_code == 0
+    reason = s.jobs.repo.get(jobs[0].job_id).reason
+    assert reason and note in reason and len(reason) > 150
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    p = subprocess.run(
+        [sys.executable, "-m", "agent_rl_sandbox.cli", "jobs", "list", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "\N{HORIZONTAL ELLIPSIS}" not in p.stdout
+    row = next(ln for ln in p.stdout.splitlines() if jobs[0].job_id in ln)
+    assert reason in row, p.stdout
+
+
 def test_approve_asks_for_the_hash_on_a_terminal(world, store_url):
     s, home, jobs = world
     j = jobs[0]
