@@ -19,7 +19,13 @@ from agent_rl_sandbox.cli._outcome import BadInput, Outcome, finish
 def validate(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="JSONL or JSON files to validate.")],
     kind: Annotated[
-        str | None, typer.Option("--kind", metavar="KIND", help="Force a kind instead of detecting it per row.")
+        str | None,
+        typer.Option(
+            "--kind",
+            metavar="KIND",
+            help="Force a kind instead of detecting it per row: trl.preference, minimind.sft... or an export "
+            "format name (sft, dpo, kto, grpo, minimind_sft, minimind_dpo, minimind_agentic, atif, suite).",
+        ),
     ] = None,
     eval_file: Annotated[
         Path | None, typer.Option("--eval", metavar="FILE", help="Eval file: shared prompts are leakage.")
@@ -37,10 +43,13 @@ def validate(
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from agent_rl_sandbox.tools.datasets import KINDS, validate_files
+    from agent_rl_sandbox.tools.datasets import canonical_kind, kinds_help, validate_files
 
-    if kind is not None and kind not in KINDS:
-        raise BadInput(f"unknown kind {kind!r}", f"use one of: {', '.join(KINDS)}")
+    if kind is not None:
+        real = canonical_kind(kind)
+        if real is None:
+            raise BadInput(f"unknown kind {kind!r}", f"use {kinds_help()}")
+        kind = real
     err = Console(stderr=True)
     big = sum(f.stat().st_size for f in files if f.is_file()) > 32 * 1024 * 1024
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())

@@ -8,13 +8,14 @@ Public surface::
     validate_rows(rows, *, kind=None, max_errors=50, ...) -> ValidationReport
     validate_document(doc, *, kind, max_errors=50) -> (ValidationReport, model or None)
     KINDS, KIND_INFO, CODES, load_schema(kind), schema_path(kind), estimate_tokens(text)
+    KIND_ALIASES (export format names read as kinds: dpo -> trl.preference), canonical_kind(name), kinds_help()
     ValidationReport, Finding, Summary, LengthStats; ValidationReport.exit_code: 0 valid, 1 errors, 2 unreadable
 
 Rules beyond JSON Schema and their sources: ``docs/dataset-validation.md``.
 """
 
 from ._codes import CODES
-from ._kinds import KIND_INFO, KINDS, KindInfo
+from ._kinds import KIND_ALIASES, KIND_INFO, KINDS, KindInfo, canonical_kind, kinds_help
 from ._openai_rules import RULES as OPENAI_RULES
 from ._openai_rules import RULES_VERSION as OPENAI_RULES_VERSION
 from ._report import Finding, LengthStats, Summary, ValidationReport
@@ -29,6 +30,7 @@ __all__ = [
     "DatasetValidateInput",
     "DatasetValidateOutput",
     "KINDS",
+    "KIND_ALIASES",
     "KIND_INFO",
     "KindInfo",
     "OPENAI_RULES",
@@ -38,7 +40,9 @@ __all__ = [
     "LengthStats",
     "Summary",
     "ValidationReport",
+    "canonical_kind",
     "estimate_tokens",
+    "kinds_help",
     "load_schema",
     "schema_path",
     "validate_document",

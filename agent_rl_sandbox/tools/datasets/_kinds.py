@@ -39,6 +39,34 @@ KINDS: tuple[str, ...] = (
 )
 """Every kind the validator knows, in a stable order (the names used by ``kind=`` and in reports)."""
 
+KIND_ALIASES: dict[str, str] = {
+    "sft": "trl.language_modeling",
+    "dpo": "trl.preference",
+    "kto": "trl.unpaired_preference",
+    "grpo": "trl.prompt_only",
+    "minimind_sft": "minimind.sft",
+    "minimind_dpo": "minimind.dpo",
+    "minimind_agentic": "minimind.agentic",
+    "suite": "trajectory_suite",
+}
+"""``export``'s format names (``tools.trajectories.FORMATS``), accepted wherever a kind is forced
+(``validate --kind dpo``, ``dataset_validate`` ``kind``) and read as the kind that format writes;
+``atif`` is both. Reports always name the kind itself (``trl.preference``)."""
+
+
+def canonical_kind(kind: str) -> str | None:
+    """``kind`` itself when it is one of :data:`KINDS`, the kind an export format alias names
+    (:data:`KIND_ALIASES`: ``"dpo"`` -> ``"trl.preference"``), else ``None``."""
+    return kind if kind in KINDS else KIND_ALIASES.get(kind)
+
+
+def kinds_help() -> str:
+    """The valid values of a forced kind, for an error's next step: every kind, then the export
+    format names that are aliases of one (``dpo = trl.preference``)."""
+    aliases = ", ".join(f"{a} = {k}" for a, k in KIND_ALIASES.items())
+    return f"one of {', '.join(KINDS)}; or an export format name: {aliases}"
+
+
 DOCUMENT_KINDS: frozenset[str] = frozenset({"trajectory_suite", "atif"})
 """Kinds that are usually a whole JSON document (a ``.json`` file) rather than one JSONL row."""
 

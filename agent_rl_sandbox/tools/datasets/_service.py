@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_rl_sandbox.settings import Settings
-from agent_rl_sandbox.tools.datasets._kinds import KINDS
+from agent_rl_sandbox.tools.datasets._kinds import KIND_ALIASES, KINDS, canonical_kind, kinds_help
 from agent_rl_sandbox.tools.datasets._open import open_no_follow
 from agent_rl_sandbox.tools.datasets._report import ValidationReport
 from agent_rl_sandbox.tools.datasets._validate import validate_file, validate_rows
@@ -27,7 +27,9 @@ class DatasetValidateInput(BaseModel):
     path: str | None = Field(default=None, description="JSONL (or JSON document) file to validate.")
     rows: list[Any] | None = Field(default=None, max_length=10_000, description="Inline rows instead of a path.")
     kind: str | None = Field(
-        default=None, description=f"Force a kind (default: detect per row). One of: {', '.join(KINDS)}."
+        default=None,
+        description=f"Force a kind (default: detect per row). One of: {', '.join(KINDS)}; or an export format "
+        f"name for the kind it writes ({', '.join(KIND_ALIASES)}).",
     )
     eval_path: str | None = Field(
         default=None, description="Eval file: prompts shared with it are reported as leakage."
@@ -39,7 +41,8 @@ class DatasetValidateInput(BaseModel):
 class DatasetValidateOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    verdict: Literal["valid", "errors", "unreadable"]
+    verdict: Literal["valid", "errors"]
+    """A file that cannot be read is no verdict: the call fails (a flagged error naming the path)."""
     report: ValidationReport
 
 
@@ -88,16 +91,20 @@ class DatasetService:
 
     def validate(self, inp: DatasetValidateInput) -> DatasetValidateOutput:
         """Validate ``inp.path`` or ``inp.rows`` (exactly one). Raises :class:`ActionError` for bad
-        arguments (both or neither given, unknown kind); problems in the data are findings."""
+        arguments (both or neither given, unknown kind, a path outside the readable folders) and for a
+        file that cannot be read (missing, a folder, a symlink, unreadable: the error names the path
+        and why); problems in the data are findings. ``kind`` may be an export format name
+        (``dpo``), read as the kind it writes."""
         if (inp.path is None) == (inp.rows is None):
             raise ActionError("give exactly one of `path` or `rows`", "pass a file path, or up to 10,000 inline rows")
-        if inp.kind is not None and inp.kind not in KINDS:
-            raise ActionError(f"unknown kind {inp.kind!r}", f"use one of {', '.join(KINDS)} or omit kind to detect it")
+        kind = canonical_kind(inp.kind) if inp.kind is not None else None
+        if inp.kind is not None and kind is None:
+            raise ActionError(f"unknown kind {inp.kind!r}", f"use {kinds_help()}, or omit kind to detect it")
         self.settings.reports_dir.mkdir(parents=True, exist_ok=True)
         key = hashlib.sha256((inp.path or repr(inp.rows)).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         report_path = self.settings.reports_dir / f"validate-{key}.jsonl"
         common: dict[str, Any] = dict(
-            kind=inp.kind,
+            kind=kind,
             max_errors=inp.max_errors,
             max_length=inp.max_length,
             report_path=report_path,
@@ -106,7 +113,11 @@ class DatasetService:
         eval_path = self._allowed(inp.eval_path, "eval_path") if inp.eval_path is not None else None
         if inp.path is not None:
             report = validate_file(self._allowed(inp.path, "path"), eval_path=eval_path, **common)
+            if report.could_not_read is not None:
+                raise ActionError(
+                    f"path {inp.path!r} could not be read: {report.could_not_read}",
+                    "check the path (a regular file under the allowed folders, no symlink), or pass the rows inline",
+                )
         else:
             report = validate_rows(inp.rows or [], eval_path=eval_path, **common)
-        verdict = {0: "valid", 1: "errors", 2: "unreadable"}[report.exit_code]
-        return DatasetValidateOutput(verdict=verdict, report=report)
+        return DatasetValidateOutput(verdict="valid" if report.exit_code == 0 else "errors", report=report)

@@ -21,7 +21,7 @@ from . import _openai_rules as OA
 from ._dataset import DigestTable, Drift, Histogram, Sink, digest64, nested_deeper_than, safe_text
 from ._documents import check_atif, check_trajectory_suite
 from ._fast import HANDLED, SLOW, FastPath
-from ._kinds import KINDS, candidate_kinds, has_required_keys
+from ._kinds import KINDS, candidate_kinds, canonical_kind, has_required_keys, kinds_help
 from ._manifest import manifest_kind
 from ._reader import (
     DECODER,
@@ -839,13 +839,19 @@ def _run_document(engine: _Engine, fh: Any, total: int, max_bytes: int, progress
 # public API
 
 
-def _check_kind(kind: str | None) -> None:
-    if kind is not None and kind not in KINDS:
-        raise ActionError(f"unknown dataset kind {kind!r}", f"use one of: {', '.join(KINDS)}")
+def _check_kind(kind: str | None) -> str | None:
+    """``kind`` as one of ``KINDS`` (an export format name is read as its kind: ``dpo`` ->
+    ``trl.preference``); ``None`` stays ``None``. Raises ``ActionError`` listing the valid names."""
+    if kind is None:
+        return None
+    real = canonical_kind(kind)
+    if real is None:
+        raise ActionError(f"unknown dataset kind {kind!r}", f"use {kinds_help()}")
+    return real
 
 
 def _make_engine(kind, max_errors, tokenizer_path, max_length, report_path, collect=False, leak=None) -> _Engine:
-    _check_kind(kind)
+    kind = _check_kind(kind)
     if max_length is not None and max_length < 1:
         raise ActionError(f"max_length must be a positive number of tokens, got {max_length}", "pass e.g. 2048")
     tokenizer = _load_tokenizer(tokenizer_path) if tokenizer_path else None
@@ -907,6 +913,7 @@ def validate_file(
     tokenizer that cannot be loaded, ``max_length`` < 1.
     """
     leak = None
+    kind = _check_kind(kind)
     if kind is None:  # an export names its kind in the manifest beside it (also for the MCP tool and jobs)
         kind = manifest_kind(Path(path), KINDS, opener)
     engine = _make_engine(kind, max_errors, tokenizer_path, max_length, report_path)
@@ -948,7 +955,7 @@ def validate_files(
     in the eval file. ``progress(path, done, total)`` reports per file. Raises ``ActionError`` as
     ``validate_file`` does.
     """
-    _check_kind(kind)
+    kind = _check_kind(kind)
     leak = None
     eval_report = None
     kw: dict[str, Any] = {"max_line_bytes": max_line_bytes, "max_document_bytes": max_document_bytes}

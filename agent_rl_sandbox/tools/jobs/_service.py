@@ -477,6 +477,8 @@ class JobService:
             raise _field_error(
                 "dataset.path", f"cannot read {ds.path!r} ({e.strerror})", "pass a readable file"
             ) from None
+        except ActionError as e:  # the file could not be read (e.g. swapped for a symlink meanwhile)
+            raise _field_error("dataset.path", e.message, e.hint) from None
         r = out.report
         summary = {
             "verdict": out.verdict,
@@ -491,7 +493,7 @@ class JobService:
         if out.verdict != "valid":
             first = r.errors[0] if r.errors else None
             where = f" (first: line {first.line}: {first.message})" if first is not None else ""
-            problem = r.could_not_read or f"the dataset validator found {r.error_count} error(s){where}"
+            problem = f"the dataset validator found {r.error_count} error(s){where}"
             raise _field_error(
                 "dataset.path",
                 f"{problem} (full report: {r.full_report_path})",
