@@ -219,12 +219,7 @@ def score_atif(
             )
     if not scores:
         raise _nothing_scored(path.name, problems, hints)
-    verified = sum(1 for s in scores if s.trust == "verified_export")
-    warnings = [
-        "ATIF files are self-reported: step provenance counts only in a verified export of this store"
-        f" ({verified} of {len(scores)} trajector{'y' if len(scores) == 1 else 'ies'} verified); other steps count"
-        " as self-logged (agent)"
-    ]
+    warnings = [_trust_note(sum(1 for s in scores if s.trust == "verified_export"), len(scores))]
     claimed = [
         s.session_id
         for s in scores
@@ -294,6 +289,27 @@ def _problem(e: EvalInputError, label: str) -> InputProblem:
     where, _, rest = msg.partition(": ")
     in_doc = where.startswith("$")
     return InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg)
+
+
+def _trust_note(verified: int, total: int) -> str:
+    """The report's note on whose word the steps are: an ATIF file's step provenance (server, hook,
+    agent) counts only when the file is a verified export of this store (its signature checks out);
+    the steps of any other trajectory count as self-logged (agent). Worded by how many are verified
+    (fresh user, session 5: "self-reported ... 7 of 7 verified" read as a contradiction)."""
+    noun = "trajectory" if total == 1 else "trajectories"
+    if verified == total:
+        each = "it is a verified export" if total == 1 else f"all {total} are verified exports"
+        return f"ATIF {noun}: {each} of this store (signature checked), so step provenance counts as recorded"
+    if verified == 0:
+        each = "it is not a verified export" if total == 1 else f"none of the {total} is a verified export"
+        return (
+            f"ATIF {noun} self-reported: {each} of this store, so every step counts as self-logged (agent), "
+            "whatever provenance it claims (only a verified export's step provenance counts)"
+        )
+    return (
+        f"ATIF trajectories: {verified} of {total} are verified exports of this store (their step provenance "
+        f"counts as recorded); the other {total - verified} are self-reported: their steps count as self-logged (agent)"
+    )
 
 
 def _score_file(

@@ -90,6 +90,9 @@ def test_public_atif_sample_provenance_rule(tmp_path):
     assert trusting.trajectories[0].passed
     assert trusting.trajectories[0].provenance_used == ["agent", "hook", "server"]
     assert any("provenance" in w for w in trusting.warnings)
+    # one unsigned file: the note says it is self-reported and nothing else (no "1 of 1 verified")
+    note = "ATIF trajectory self-reported: it is not a verified export of this store, so every step counts as"
+    assert any(w.startswith(note) for w in strict.warnings) and not any("verified)" in w for w in strict.warnings)
 
 
 def test_atif_folder_scores_files_and_lists_problems(tmp_path):

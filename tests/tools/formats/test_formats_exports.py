@@ -100,7 +100,9 @@ def test_atif_export_round_trip_scores_exactly_as_the_store(world, tmp_path):
         assert [(c.id, c.status, c.value) for c in got.criteria] == [(c.id, c.status, c.value) for c in stored.criteria]
     assert by[world["good"]].passed and not by[world["bad"]].passed
     assert report.stats.unscorable_criteria == 0  # the store's verdict, not a file-only rescoring
-    assert any("2 of 2 trajectories verified" in w for w in report.warnings)
+    note = "ATIF trajectories: all 2 are verified exports of this store (signature checked), so step provenance"
+    assert any(w.startswith(note) for w in report.warnings), report.warnings
+    assert not any("self-reported" in w or "self-logged" in w for w in report.warnings)
 
 
 @pytest.mark.parametrize("edit", ["reward", "provenance"])
@@ -123,6 +125,8 @@ def test_a_tampered_atif_export_is_self_reported_and_flagged(world, tmp_path, ed
     assert any("does not match its content" in w for w in t.warnings)
     assert any("claim trust they cannot prove" in w and world["bad"] in w for w in report.warnings)
     assert by[world["good"]].trust == "verified_export"  # the untouched line still verifies
+    mixed = "ATIF trajectories: 1 of 2 are verified exports of this store (their step provenance counts as recorded)"
+    assert any(w.startswith(mixed) and "the other 1 are self-reported" in w for w in report.warnings)
 
 
 def test_an_export_signed_by_another_home_is_self_reported(world, tmp_path):
