@@ -129,3 +129,34 @@ def test_import_names_the_file_once_and_counts_in_words(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "atif, 1 trajectory, 6 steps (0 already imported, 1 call without result," in ok.stdout, ok.stdout
     assert "trajectories" not in ok.stdout
+
+
+def test_import_of_a_pretty_printed_document_says_so(tmp_path):
+    """Fresh user, session 5: a pretty-printed hook payload gave "no line is JSON". The error now says
+    the file is one pretty-printed document (a hook event, named as such) and what to pass instead."""
+    import json
+
+    event = {
+        "session_id": "s-1",
+        "transcript_path": "/tmp/t.jsonl",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
+    hook = tmp_path / "pretool.json"
+    hook.write_text(json.dumps(event, indent=2))
+    p = _cli(["import", str(hook)], tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "no line is JSON" not in p.stderr
+    assert "one JSON document over 9 lines (pretty-printed), not JSON Lines" in p.stderr, p.stderr
+    assert "hook event payload" in p.stderr and "agent-rl-sandbox hook claude-code" in p.stderr
+    assert "one JSON object per line" in p.stderr
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": ["a", "b"]}, indent=2))
+    p = _cli(["import", str(other)], tmp_path)
+    assert p.returncode == 2 and "pretty-printed" in p.stderr and "one JSON object per line" in p.stderr, p.stderr
+    assert "hook" not in p.stderr
+    for broken in (b"{\n  not json\n", b"garbage\nmore garbage\n"):
+        (tmp_path / "b.json").write_bytes(broken)
+        p = _cli(["import", str(tmp_path / "b.json")], tmp_path)
+        assert p.returncode == 2 and "pretty-printed" not in p.stderr, p.stderr

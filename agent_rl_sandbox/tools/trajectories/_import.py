@@ -1358,15 +1358,32 @@ def detect_format(path: Path, data: bytes, whole: _Whole | None = None) -> str |
     return None
 
 
-def _undetected_why(data: bytes) -> str:
+def _is_hook_event(doc: Any) -> bool:
+    """Whether ``doc`` (or the first item of a list) is a Claude Code / Codex hook event payload."""
+    first = doc[0] if isinstance(doc, list) and doc else doc
+    return isinstance(first, dict) and isinstance(first.get("hook_event_name"), str)
+
+
+def _undetected_why(data: bytes, whole: _Whole | None = None) -> str:
     """Why :func:`detect_format` found nothing, for its error: ``": the file is empty"``, ``": not
-    UTF-8 (byte 0xff at offset 0)"``, ``": no line is JSON"`` or ``""`` (JSON, but no known shape)."""
+    UTF-8 (byte 0xff at offset 0)"``, that the file is one pretty-printed JSON document of no known
+    format (naming a hook event payload as such), ``": no line is JSON"`` or ``""`` (JSON, but no
+    known shape)."""
     if not data.strip():
         return ": the file is empty"
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         return f": not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})"
+    whole = whole if whole is not None else _whole_document(data)
+    if whole.doc is not None:
+        lines = text.strip().count("\n") + 1
+        shape = f"one JSON document over {lines} lines (pretty-printed), not JSON Lines" if lines > 1 else "JSON"
+        if _is_hook_event(whole.doc):
+            return f": it is {shape}: a hook event payload (`hook_event_name`), which `import` does not read"
+        if lines > 1:
+            return f": it is {shape}, and of no format `import` reads"
+        return ""
     for line in text.splitlines():
         if line.strip():
             try:
@@ -1424,12 +1441,23 @@ def _import_bytes(
             raise ActionError(f"{path}: {whole.error}", "fix the JSON (a JSON Lines file needs one document a line)")
         format = detect_format(path, data, whole)
         if format is None:
-            why = _undetected_why(data)
+            why = _undetected_why(data, whole)
             fix = f"pass --format (one of {', '.join(IMPORT_FORMATS)})"
             if why.startswith(": the file is empty"):
                 fix = "check the path: there is nothing to import"
             elif why.startswith(": not UTF-8"):
                 fix = "import the transcript file itself (JSON or JSON Lines, UTF-8), or " + fix
+            elif "hook event payload" in why:
+                fix = (
+                    "pipe one event to `agent-rl-sandbox hook claude-code` (or `hook codex`) on stdin, which records "
+                    "it; to import the session, import its transcript (the event's `transcript_path`: JSON Lines, "
+                    "one JSON object per line)"
+                )
+            elif "pretty-printed" in why:
+                fix = (
+                    "pass a file of a known format: an ATIF trajectory document, or JSON Lines (one JSON object "
+                    f"per line) of a Claude Code transcript, a Codex rollout or an OpenAI chat log; or {fix}"
+                )
             raise ActionError(f"cannot tell the format of {path}{why}", fix)
     if format not in IMPORT_FORMATS:
         raise ActionError(f"unknown import format {format!r}", f"use one of {', '.join(IMPORT_FORMATS)}")
