@@ -1,12 +1,14 @@
 """``agent-rl-sandbox route``: the training-route recommendation (``tools.routes``) as a table or JSON.
 
 Exit statuses (the package's rule): 0 a recommendation was made (whether or not it says to train
-now); 2 bad input (an unknown behaviour or task, a negative count, a model size without a unit).
+now); 2 bad input (an unknown behaviour or task, a negative count, a model size without a unit, a GPU
+name it does not know without --gpu-memory-gb).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,12 +31,26 @@ def route(
         str | None, typer.Option("--agent", metavar="NAME", help="Count only this agent's trajectories.")
     ] = None,
     base_model: Annotated[
-        str | None, typer.Option("--base-model", metavar="MODEL", help="Model to adapt (copied into the job spec).")
+        str | None,
+        typer.Option(
+            "--base-model",
+            metavar="MODEL",
+            help="Model to adapt (copied into the job spec); a local folder's size is read from its "
+            "safetensors headers or config.json.",
+        ),
     ] = None,
     params: Annotated[
         str | None, typer.Option("--params", metavar="SIZE", help="Base model size with a unit: 7B, 350M.")
     ] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", metavar="TYPE", help="GPU type (H100, A10G, T4) or none.")] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            metavar="TYPE",
+            help="GPU type: H200, H100, A100, A100-40GB, L40S, A10G, L4, RTX4090, T4, or none/cpu; another name "
+            "only with --gpu-memory-gb.",
+        ),
+    ] = None,
     gpu_memory_gb: Annotated[
         float | None, typer.Option("--gpu-memory-gb", metavar="GB", help="Memory of one GPU.")
     ] = None,
@@ -83,7 +99,9 @@ def route(
     )
     services = Services.build(settings(home, task_dir))
     try:
-        rec = services.routes.recommend(inp)  # a RouteInputError reaches the root group: exit 2
+        # a local --base-model folder gives the size (safetensors headers / config.json) unless --params does;
+        # a RouteInputError reaches the root group: exit 2
+        rec = services.routes.recommend(inp, read_local_model=True)
     finally:
         services.close()
     if as_json:
@@ -95,6 +113,12 @@ def route(
     console = table_console()
     head = f"{rec.intervention}" + (f" ({rec.trainer}, {rec.adapter})" if rec.trainer else "")
     console.print(Text(f"route: {head}; train now: {'yes' if rec.train_now else 'no'}"))
+    size = rec.signals.get("base_model_params")
+    if size is not None and size.source == "model_folder" and base_model:
+        from agent_rl_sandbox.tools.routes import local_model_signals
+
+        local = local_model_signals(Path(base_model).expanduser())
+        console.print(Text(f"model size: {size.value} parameters ({local.source if local else base_model})"))
     table = Table("rule", "why", "signal", "value", "source", title="reasons")
     for r in rec.reasons:
         table.add_row(r.rule, Text(r.text), r.signal, Text(json.dumps(r.value, default=str)), Text(r.source))

@@ -18,7 +18,9 @@ Intervention = Literal["rule", "prompt", "sft", "dpo", "kto", "grpo", "agentic_g
 tool RL); ``distillation`` (SFT on a teacher's trajectories) when a teacher is given."""
 Trainer = Literal["sft", "dpo", "kto", "grpo", "agentic_grpo"]
 AdapterKind = Literal["lora", "qlora", "full"]
-SignalSource = Literal["input", "store", "tasks", "default"]
+SignalSource = Literal["input", "store", "tasks", "model_folder", "default"]
+"""Where a signal's value came from; ``model_folder``: a local ``base_model`` folder's safetensors
+headers or ``config.json`` (the CLI ``route`` only)."""
 
 
 class VariantCounts(BaseModel):
@@ -75,7 +77,8 @@ class RouteSignals(BaseModel):
     batch_size: int | None = Field(None, gt=0)
     """Per-device micro-batch."""
     gpu: str | None = Field(None, max_length=64)
-    """GPU type (``H100``, ``A10G``), or ``none``/``cpu`` for no GPU."""
+    """GPU type (``H100``, ``A10G``: a name of ``tools.routes.KNOWN_GPU_GIB``, else refused unless
+    ``gpu_memory_gb`` is given), or ``none``/``cpu`` for no GPU."""
     gpu_memory_gb: float | None = Field(None, gt=0)
     """Memory of one GPU in GB (GiB)."""
     time_budget_hours: float | None = Field(None, gt=0)

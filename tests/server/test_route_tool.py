@@ -51,6 +51,7 @@ async def test_route_recommend_over_mcp(played):
             ({"behaviour": "claim-first"}, "unknown behaviour"),
             ({"signals": {"base_model_params": "7"}}, "has no unit"),
             ({"signals": {"demonstrations": -1}}, "demonstrations"),
+            ({"signals": {"gpu": "banana"}}, "'banana' is not a GPU this project knows (H200, H100"),
         ):
             err = await client.call_tool("route_recommend", args)
             assert err.is_error and needle in _text(err) and "Next step" in _text(err), _text(err)

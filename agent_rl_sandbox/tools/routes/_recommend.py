@@ -64,6 +64,25 @@ KNOWN_GPU_GIB: dict[str, float] = {
 NO_GPU = frozenset({"", "none", "cpu", "no"})
 
 
+def gpu_key(name: str) -> str:
+    """The :data:`KNOWN_GPU_GIB` key of a GPU name: lower case, no spaces, no ``nvidia``
+    (``"NVIDIA H100"`` -> ``"h100"``)."""
+    return name.strip().lower().replace(" ", "").replace("nvidia", "")
+
+
+def check_gpu(name: str | None, memory_gb: float | None) -> None:
+    """Refuse a GPU name this project does not know (``banana``) unless its memory is given too
+    (``gpu_memory_gb``: an unlisted GPU is then only a label). Raises :class:`RouteInputError`
+    listing the known names."""
+    if name is None or name.strip().lower() in NO_GPU or gpu_key(name) in KNOWN_GPU_GIB or memory_gb is not None:
+        return
+    known = ", ".join(k.upper() for k in KNOWN_GPU_GIB)
+    raise RouteInputError(
+        f"signals.gpu {name!r} is not a GPU this project knows ({known}; none or cpu for no GPU)",
+        "pass one of those names, or give the GPU's memory with it (gpu_memory_gb, CLI --gpu-memory-gb)",
+    )
+
+
 def parse_params(text: str) -> int:
     """``"7B"`` -> 7_000_000_000; units K, M, B, T (case-insensitive). Raises
     :class:`RouteInputError` for a number without a unit or anything else."""
@@ -76,7 +95,7 @@ def parse_params(text: str) -> int:
             else "write a number with a unit: 7B, 1.5B, 350M or 158K"
         )
         raise RouteInputError(f"signals.base_model_params {text!r} has no unit K, M, B or T", hint)
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    return round(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 def resolve(explicit: RouteSignals, derived: Derived) -> dict[str, ResolvedSignal]:
@@ -150,7 +169,7 @@ def _adapter(
     batch = sig["batch_size"].value or 1
     device = sig["gpu_memory_gb"].value
     if device is None and has_gpu:
-        device = KNOWN_GPU_GIB.get(gpu.replace(" ", "").replace("nvidia", ""))
+        device = KNOWN_GPU_GIB.get(gpu_key(gpu))
     rows = []
     for method in ("full", "lora", "qlora"):
         e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device)
@@ -167,14 +186,7 @@ def _adapter(
                 f"a CUDA GPU: a {raw} model is too large to train on the CPU (limit {t.max_cpu_params:,} parameters)"
             )
         return "lora", rows, False
-    if device is None:
-        why.add(
-            "adapter-lora",
-            "gpu_memory_gb",
-            None,
-            f"GPU {sig['gpu'].value!r} has unknown memory: LoRA by default; pass gpu_memory_gb to check the fit",
-        )
-        return "lora", rows, False
+    assert device is not None  # check_gpu: a GPU is known (its memory in KNOWN_GPU_GIB) or its memory given
     for method, ckpt in (("lora", False), ("lora", True), ("qlora", False), ("qlora", True)):
         e = estimate(method, shape, seq_len=seq, batch=batch, rank=rank, device_gib=device, checkpointing=ckpt)  # type: ignore[arg-type]
         if e.fits:
@@ -211,9 +223,11 @@ def recommend(
     thresholds: Thresholds = THRESHOLDS,
 ) -> RouteRecommendation:
     """The recommended route for the resolved signals. Raises :class:`RouteInputError` on bad
-    signal values (a model size without a unit)."""
+    signal values (a model size without a unit, a GPU name not in :data:`KNOWN_GPU_GIB` without
+    ``gpu_memory_gb``)."""
     derived = derived or Derived()
     t = thresholds
+    check_gpu(explicit.gpu, explicit.gpu_memory_gb)
     sig = resolve(explicit, derived)
     v = {k: s.value for k, s in sig.items()}
     why = _Why()
