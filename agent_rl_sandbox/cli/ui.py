@@ -1,4 +1,4 @@
-"""``agent-rl-sandbox ui [--host 127.0.0.1] [--port N]``: the local web page where humans approve
+"""``agent-rl-sandbox ui [--host 127.0.0.1] [--port 8766]``: the local web page where humans approve
 training jobs, read trajectories, look at eval gates and pull unhooks.
 
 Prints a ready-to-open URL carrying a random access token (or ``AGENT_RL_SANDBOX_UI_TOKEN`` when
@@ -19,12 +19,20 @@ import typer
 from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings
 from agent_rl_sandbox.cli._outcome import BadInput
 
+UI_PORT = 8766
+"""``ui``'s default port: one above ``serve --http``'s 8765, so both run side by side with their defaults."""
+
 
 def ui(
     host: Annotated[
         str, typer.Option("--host", metavar="ADDR", help="Address to bind (loopback by default).")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", metavar="N", min=0, max=65535, help="Port (0: any free port).")] = 8765,
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", metavar="N", min=0, max=65535, help="Port (0: any free port; `serve --http` defaults to 8765)."
+        ),
+    ] = UI_PORT,
     allow_remote: Annotated[
         bool, typer.Option("--allow-remote", help="Allow binding beyond loopback (needs AGENT_RL_SANDBOX_UI_TOKEN).")
     ] = False,
@@ -45,7 +53,9 @@ def ui(
         sock = bind(host, port) if _bind_allowed(host, allow_remote, s.ui_token) else None
     except OSError as e:
         raise BadInput(
-            f"cannot bind {host}:{port}: {e.strerror or e}", "pass another --port (0 picks a free one)"
+            f"cannot bind {host}:{port}: {e.strerror or e} (another `ui`, a `serve --http --port {port}` or another "
+            "program listens there)",
+            "stop it or pass another --port (0 picks a free one)",
         ) from None
     services = Services.build(s)
     try:

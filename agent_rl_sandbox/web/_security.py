@@ -69,7 +69,8 @@ class WebConfig:
 
     host: str = "127.0.0.1"
     """The address uvicorn binds."""
-    port: int = 8765
+    port: int = 8766
+    """The port (``agent-rl-sandbox ui``'s default, one above ``serve --http``'s 8765)."""
     token: str = field(default_factory=new_token, repr=False)
     """The access token (random per start unless configured)."""
     token_configured: bool = False

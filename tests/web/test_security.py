@@ -217,8 +217,8 @@ def test_binding_beyond_loopback_needs_the_flag_and_a_configured_token():
         WebConfig(host="0.0.0.0")
     with pytest.raises(ValueError, match="configured token"):
         WebConfig(host="0.0.0.0", allow_remote=True)
-    cfg = WebConfig(host="0.0.0.0", allow_remote=True, token=TOKEN, token_configured=True, extra_hosts=("box:8765",))
-    assert cfg.allowed_hosts == {"0.0.0.0:8765", "box:8765"}
+    cfg = WebConfig(host="0.0.0.0", allow_remote=True, token=TOKEN, token_configured=True, extra_hosts=("box:8766",))
+    assert cfg.allowed_hosts == {"0.0.0.0:8766", "box:8766"}  # the ui default port
     assert csrf_token(cfg) != csrf_token(WebConfig(token=TOKEN))  # a per-process key
     v6 = WebConfig(host="::1", port=8000)
     assert "[::1]:8000" in v6.allowed_hosts and v6.url.startswith("http://[::1]:8000/?token=")
