@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_rl_sandbox.agents.hooks import fcntl, hooks_dir, lock_name, queue_name, store_key
+from agent_rl_sandbox.agents.hooks import FAILED_EVENTS, fcntl, hooks_dir, lock_name, queue_name, store_key
 
 log = logging.getLogger("agent_rl_sandbox.hook")
 
-FAILED = "failed-events.jsonl"
+FAILED = FAILED_EVENTS
 _POLL_S = 0.1
 
 
@@ -60,6 +60,18 @@ class DrainReport:
     """Another drainer held the lock (nothing was done)."""
     finished_idle: int = 0
     """Hook trajectories finished because their session went idle (:func:`finish_idle`)."""
+    held: int = 0
+    """Events in ``failed-events.jsonl`` after the drain, of any drain or hook (:func:`count_failed`)."""
+
+
+def count_failed(folder: Path) -> int:
+    """How many events ``folder``'s ``failed-events.jsonl`` holds (its non-blank lines; 0 without it):
+    those the drainer set aside and the hook input that was no JSON object (kept raw)."""
+    try:
+        with (folder / FAILED).open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0
 
 
 def _transient(e: BaseException) -> bool:
@@ -213,14 +225,26 @@ def drain(settings=None, *, linger_s: float = 0.0, wait_s: float | None = 10.0) 
 
     ``wait_s`` is how long to wait for a drainer that is running already (``None``: do not wait;
     the report says ``locked_out``). Never raises for store problems: they are in the report, and
-    the events stay queued."""
-    from agent_rl_sandbox.settings import Settings, hook_seconds
-    from agent_rl_sandbox.tools.store import Store
+    the events stay queued. ``held`` counts ``failed-events.jsonl`` afterwards."""
+    from agent_rl_sandbox.settings import Settings
 
     settings = settings or Settings.from_env()
     folder = hooks_dir(settings.home)
     key = store_key(settings.database_url or "")
     report = DrainReport()
+    try:
+        return _drain_locked(settings, folder, key, report, linger_s, wait_s)
+    finally:
+        report.held = count_failed(folder)
+
+
+def _drain_locked(
+    settings, folder: Path, key: str, report: DrainReport, linger_s: float, wait_s: float | None
+) -> DrainReport:
+    """:func:`drain`'s work under the drain lock of store ``key`` (taken here, released on return)."""
+    from agent_rl_sandbox.settings import hook_seconds
+    from agent_rl_sandbox.tools.store import Store
+
     fd = _try_lock(folder, key, wait_s)
     if fd is None:
         report.locked_out = True

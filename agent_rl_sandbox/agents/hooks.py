@@ -7,7 +7,9 @@ costs (``bench/hook.py`` measures it against ``python -c pass``). Per event it:
 
 1. reads the event JSON from stdin; a Stop or SessionEnd without ``last_assistant_message`` gets it
    from the tail of ``transcript_path`` (the Claude Code transcript or Codex rollout), read now, while
-   that turn is the last one in the file (:func:`transcript_final_message`);
+   that turn is the last one in the file (:func:`transcript_final_message`). Input that is no JSON
+   object is kept, raw, in ``<home>/hooks/failed-events.jsonl`` with the reason
+   (:func:`set_aside_raw`; ``hook drain`` counts that file's events) and a line on stderr;
 2. appends one line ``{"qid", "client", "at", "event"}`` to ``<home>/hooks/queue.jsonl`` (created
    ``0600``, under ``flock``, so concurrent hooks never interleave lines; with
    ``AGENT_RL_SANDBOX_DATABASE_URL`` set, ``queue.<digest of the URL>.jsonl``: an event is folded into
@@ -204,6 +206,34 @@ def enqueue(home: Path, client: str, event: dict) -> str:
     return qid
 
 
+FAILED_EVENTS = "failed-events.jsonl"
+"""Events that cannot be recorded, one JSON line each with the reason, in ``<home>/hooks``: what the
+hook could not read (kept raw) and what the drainer set aside (redacted)."""
+MAX_RAW_BYTES = 1024 * 1024
+"""The most raw bytes of one unreadable hook input kept in :data:`FAILED_EVENTS` (the length is
+always recorded)."""
+
+
+def set_aside_raw(home: Path, client: str, raw: bytes, why: str) -> None:
+    """Append hook input that is no JSON object (``raw``, as read from stdin) to
+    :data:`FAILED_EVENTS` with ``why``: ``{"at", "client", "error", "raw_bytes", "raw_base64"}``
+    (the first :data:`MAX_RAW_BYTES` bytes, exactly as received, so nothing is lost to decoding;
+    ``raw_truncated`` when cut). Not redacted: like the queue the file is the owner's only (0600)."""
+    import base64
+
+    record = {
+        "at": _utcnow(),
+        "client": client,
+        "error": why,
+        "raw_bytes": len(raw),
+        "raw_base64": base64.b64encode(raw[:MAX_RAW_BYTES]).decode("ascii"),
+    }
+    if len(raw) > MAX_RAW_BYTES:
+        record["raw_truncated"] = True
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    _append_locked(hooks_dir(home) / FAILED_EVENTS, line)
+
+
 def drainer_running(home: Path, key: str) -> bool:
     """Whether a drainer for store ``key`` holds its lock (``<home>/hooks/drain.lock``) now."""
     if fcntl is None:
@@ -257,15 +287,19 @@ def hook_main(client: str, stdin: object = None, fold: object = None) -> int:
     ``AGENT_RL_SANDBOX_HOOK_DRAIN=inline`` (or where there is no ``flock``/``posix_spawn``)."""
     try:
         raw = (stdin or sys.stdin.buffer).read()  # type: ignore[attr-defined]
+        why = None
         try:
             event = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            _warn(f"hook input is not JSON: {e}")
-            return 0
-        if not isinstance(event, dict):
-            _warn("hook input is not a JSON object")
-            return 0
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            why = f"hook input is not JSON: {e}"
+        else:
+            if not isinstance(event, dict):
+                why = f"hook input is not a JSON object (a {type(event).__name__})"
         home = hook_home()
+        if why is not None:
+            _warn(f"{why}; kept in {hooks_dir(home) / FAILED_EVENTS}")
+            set_aside_raw(home, client, raw, why)
+            return 0
         enqueue(home, client, enrich(event))
         mode = os.environ.get("AGENT_RL_SANDBOX_HOOK_DRAIN", "background").strip().lower() or "background"
         if mode == "inline" or (mode == "background" and (fcntl is None or not hasattr(os, "posix_spawn"))):

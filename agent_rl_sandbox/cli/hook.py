@@ -44,8 +44,9 @@ def drain(
     ] = 30.0,
 ) -> None:
     """Fold queued hook events into the store now, and finish hook sessions idle for
-    AGENT_RL_SANDBOX_IDLE_SECONDS. Exit 1 when events stay queued (the store could not be written:
-    the reason is printed) or were set aside in <home>/hooks/failed-events.jsonl."""
+    AGENT_RL_SANDBOX_IDLE_SECONDS, and count the events in <home>/hooks/failed-events.jsonl (set aside by
+    a drain, or hook input that was no JSON object). Exit 1 when events stay queued (the store could not
+    be written: the reason is printed) or this drain set some aside."""
     from agent_rl_sandbox.agents._drain import drain as run_drain
 
     resolved = settings(home)
@@ -59,4 +60,11 @@ def drain(
         f"folded {report.folded} event(s); set aside {report.failed}; still queued {report.left}"
         + (f"; finished {report.finished_idle} idle session(s)" if report.finished_idle else "")
     )
+    if report.held:
+        from agent_rl_sandbox.agents.hooks import FAILED_EVENTS, hooks_dir
+
+        typer.echo(
+            f"{hooks_dir(resolved.home) / FAILED_EVENTS} holds {report.held} event(s) that could not be recorded "
+            "(each with its reason; hook input that was no JSON object is kept raw, base64)"
+        )
     verdict(report.left == 0 and report.failed == 0 and not any(p.startswith("drain stopped") for p in report.problems))

@@ -160,3 +160,36 @@ def test_a_foreground_drain_does_not_wait_out_the_linger(tmp_path):
     store = open_store(home)
     assert [s.extra["event"] for s in only_trajectory(store).steps] == ["session_start"]
     store.close()
+
+
+def test_hook_input_that_is_no_json_object_is_kept_raw_and_counted_by_drain(tmp_path):
+    """Fresh user, session 5: malformed hook input went only to stderr. The hook still exits 0 with
+    nothing on stdout, and keeps the input byte for byte (base64) with the reason in
+    failed-events.jsonl beside the queue; `hook drain` reports how many events that file holds."""
+    import base64
+
+    home = tmp_path / "home"
+    inputs = [b"\xff\xfe{not utf-8", b'{"hook_event_name": "PreToolUse", "tool', b"[1, 2, 3]"]
+    for raw in inputs:
+        proc, _ = run_hook(home, raw)
+        assert proc.returncode == 0 and proc.stdout == b""
+        assert "failed-events.jsonl" in proc.stderr.decode()
+    failed = home / "hooks" / "failed-events.jsonl"
+    assert failed.stat().st_mode & 0o777 == 0o600
+    records = [json.loads(line) for line in failed.read_text().splitlines()]
+    assert [base64.b64decode(r["raw_base64"]) for r in records] == inputs
+    assert [r["raw_bytes"] for r in records] == [len(raw) for raw in inputs]
+    assert all(r["client"] == "claude-code" and r["at"] for r in records)
+    assert records[0]["error"].startswith("hook input is not JSON")
+    assert records[1]["error"].startswith("hook input is not JSON")
+    assert records[2]["error"] == "hook input is not a JSON object (a list)"
+    assert not (home / "hooks" / "queue.jsonl").exists() or not (home / "hooks" / "queue.jsonl").read_bytes()
+    run_hook(home, SESSION[0])  # a good event beside them is recorded as usual
+    out = drain(home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{failed} holds 3 event(s) that could not be recorded" in out.stdout, out.stdout
+    store = open_store(home)
+    try:
+        assert store.trajectories.list()[1] == 1
+    finally:
+        store.close()
