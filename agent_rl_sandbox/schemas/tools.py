@@ -256,10 +256,38 @@ class SandboxStateOutput(_Out):
 
 
 class SandboxFinishInput(_In):
+    """``sandbox_finish``'s arguments. The final message comes as ``message`` or, as
+    ``trajectory_finish`` names it, ``final_message``: exactly one of the two (both, or neither, is a
+    validation error saying so). Read it as :attr:`text`."""
+
     sandbox_id: str = SandboxId
-    message: str = Field(
-        min_length=1, max_length=B.FINAL_MESSAGE_CHARS, description="Final message: what you did and the evidence."
+    message: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=B.FINAL_MESSAGE_CHARS,
+        description="Final message: what you did and the evidence. Required: this or final_message (not both).",
     )
+    final_message: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=B.FINAL_MESSAGE_CHARS,
+        description="The same final message under trajectory_finish's name for it; pass this or message, not both.",
+    )
+
+    @model_validator(mode="after")
+    def _one_message(self):
+        if self.message is not None and self.final_message is not None:
+            raise ValueError(
+                "pass the final message once: `message` and `final_message` are the same argument (use one)"
+            )
+        if self.message is None and self.final_message is None:
+            raise ValueError("the final message is required: pass `message` (or `final_message`)")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The final message, whichever of the two names it came under."""
+        return self.message if self.message is not None else (self.final_message or "")
 
 
 class CriterionBrief(_Out):

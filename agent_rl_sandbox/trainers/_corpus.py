@@ -18,6 +18,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from agent_rl_sandbox.schemas import bounds
 from agent_rl_sandbox.schemas import tools as io
 
 _SANDBOX_TOOLS: tuple[tuple[str, type, str], ...] = (
@@ -60,6 +61,10 @@ _FINALS = (
 )
 
 
+_ALIASES = frozenset({("sandbox_finish", "final_message")})
+"""Arguments the MCP tools also take under a second name, left out here so the tiny model sees one."""
+
+
 def sandbox_tool_schemas() -> list[dict[str, Any]]:
     """The six episode tools (exec, read_file, write_file, claim, state, finish) as function schemas
     ``{"type": "function", "function": {"name", "description", "parameters"}}``; parameters are the
@@ -70,9 +75,17 @@ def sandbox_tool_schemas() -> list[dict[str, Any]]:
         props = {
             k: {kk: vv for kk, vv in v.items() if kk != "title"}
             for k, v in schema.get("properties", {}).items()
-            if k != "sandbox_id"
+            if k != "sandbox_id" and (name, k) not in _ALIASES
         }
         required = [r for r in schema.get("required", []) if r != "sandbox_id"]
+        if name == "sandbox_finish":  # one name for the message (the MCP schema also takes final_message)
+            props["message"] = {
+                "description": "Final message: what you did and the evidence.",
+                "maxLength": bounds.FINAL_MESSAGE_CHARS,
+                "minLength": 1,
+                "type": "string",
+            }
+            required = ["message"]
         params = {"type": "object", "properties": props, "required": required}
         out.append({"type": "function", "function": {"name": name, "description": description, "parameters": params}})
     return out

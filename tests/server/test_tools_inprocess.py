@@ -207,6 +207,32 @@ async def test_finished_sandbox_refuses_further_actions(server):
         assert not ok.is_error and ok.structured_content["exit_code"] == 0
 
 
+async def test_sandbox_finish_takes_final_message_as_trajectory_finish_names_it(server, services):
+    """Fresh user, session 5: the final message was `message` here and `final_message` on
+    trajectory_finish. Either name works (one of them); both, or neither, is a flagged error saying so."""
+    async with Client(server) as client:
+        schema = (await _schemas(client))["sandbox_finish"]["input"]
+        assert {"message", "final_message"} <= set(schema["properties"]) and schema["required"] == ["sandbox_id"]
+        assert "final_message" in schema["properties"]["message"]["description"]
+        sid = (await client.call_tool("sandbox_reset", {"task_id": TASK})).structured_content["sandbox_id"]
+        for args, needle in (
+            ({"message": "a", "final_message": "b"}, "`message` and `final_message` are the same argument"),
+            ({}, "the final message is required"),
+            ({"final_message": ""}, "final_message"),
+        ):
+            res = await client.call_tool("sandbox_finish", {"sandbox_id": sid, **args})
+            assert res.is_error and needle in res.content[0].text and "Next step" in res.content[0].text, (
+                args,
+                res.content[0].text,
+            )
+        res = await client.call_tool("sandbox_finish", {"sandbox_id": sid, "final_message": "giving up: no change"})
+        assert not res.is_error, res.content[0].text
+        traj = services.store.trajectories.get(res.structured_content["session_id"])
+        assert traj.final_message == "giving up: no change"
+        finish = [c for st in traj.steps for c in st.tool_calls or [] if c.function_name == "sandbox_finish"]
+        assert finish[-1].arguments == {"message": "giving up: no change"}  # stored under one name
+
+
 async def test_reset_with_only_the_sandbox_id_keeps_its_task_and_agent(server):
     """What the finished sandbox's error says to do (``sandbox_reset`` with this sandbox_id) works
     as said: the sandbox's own task, the agent name of its last episode; neither id is an error

@@ -908,16 +908,16 @@ class SandboxService:
         self._record(
             sid,
             "sandbox_finish",
-            {"message": inp.message},
+            {"message": inp.text},
             f"episode finished unscored: {reason}",
             outcome="limit" if "limit" in reason else "error",
-            message=inp.message,
+            message=inp.text,
             done=True,
             extra={"event": "finish", "unscored": reason},
         )
         self.store.trajectories.finish(
             sid,
-            final_message=inp.message,
+            final_message=inp.text,
             reward=0.0,
             passed=False,
             self_report_only=False,
@@ -1612,7 +1612,7 @@ class SandboxService:
                 raise self._refuse(
                     row,
                     "sandbox_finish",
-                    {"message": inp.message},
+                    {"message": inp.text},
                     ActionError(
                         f"{len(changed)} files differ from the fixture, more than this task's max_changed_files={cap}",
                         "delete or restore the files you did not mean to change (sandbox_exec), then call sandbox_finish "
@@ -1623,10 +1623,10 @@ class SandboxService:
             self._record(
                 sid,
                 "sandbox_finish",
-                {"message": inp.message},
+                {"message": inp.text},
                 "episode finished; verifier running",
                 state_ref=final_tree,
-                message=inp.message,
+                message=inp.text,
                 done=True,
                 extra={"event": "finish"},
             )
@@ -1647,18 +1647,18 @@ class SandboxService:
                 ],
                 "changed_paths": changed,
                 "protected_paths_touched": self._protected(task, changed),
-                "final_message": inp.message,
+                "final_message": inp.text,
             }
             # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
             # verifier_out is already what an agent may see (the verdict only, every split: _ownership).
             verifier_exit, verifier_out = verify(self, task, inp.sandbox_id, sid, final_tree, actions_doc)
             state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
-            report = score_trajectory(traj.model_copy(update={"final_message": inp.message}), task.reward_spec, state)
+            report = score_trajectory(traj.model_copy(update={"final_message": inp.text}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"
             report_path.write_text(report.model_dump_json(indent=2))
             self.store.trajectories.finish(
                 sid,
-                final_message=inp.message,
+                final_message=inp.text,
                 reward=report.reward,
                 passed=report.passed,
                 self_report_only=report.self_report_only,
