@@ -18,11 +18,12 @@ from agent_rl_sandbox.cli._outcome import BadInput
 app = group("List and show stored trajectories.")
 
 
-def _short(value, limit: int = 60) -> str:
-    """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut)."""
+def _short(value, limit: int | None = 60) -> str:
+    """One line of at most ``limit`` characters (whitespace collapsed, ``…`` when cut); the whole
+    value on one line when ``limit`` is ``None`` (output piped: nothing is cut there)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _fmt_opt(value) -> str:
@@ -136,6 +137,8 @@ def show(
     ):
         summary.add_row(key, Text(_fmt_opt(value)))  # Text: stored content is never read as markup
     console.print(summary)
+    # a terminal gets a preview of each step's arguments and observation; piped output gets them whole
+    preview = console.is_terminal
     steps = Table(title="steps")
     steps.add_column("step", no_wrap=True, justify="right")
     steps.add_column("provenance", no_wrap=True)
@@ -149,7 +152,13 @@ def show(
         exit_code = "-" if s.exit_code is None else str(s.exit_code)
         if not s.tool_calls:
             steps.add_row(
-                str(s.step_id), s.provenance, f"({s.source} message)", "", s.outcome, exit_code, Text(_short(s.message))
+                str(s.step_id),
+                s.provenance,
+                f"({s.source} message)",
+                "",
+                s.outcome,
+                exit_code,
+                Text(_short(s.message, 60 if preview else None)),
             )
             continue
         for c in s.tool_calls:
@@ -157,15 +166,15 @@ def show(
                 (r for r in results if r.source_call_id == c.tool_call_id),
                 results[0] if len(s.tool_calls) == 1 and results else None,
             )
-            args = ", ".join(f"{k}={_short(v, 40)}" for k, v in c.arguments.items())
+            args = ", ".join(f"{k}={_short(v, 40 if preview else None)}" for k, v in c.arguments.items())
             steps.add_row(
                 str(s.step_id),
                 s.provenance,
                 Text(c.function_name),
-                Text(_short(args, 80)),
+                Text(_short(args, 80 if preview else None)),
                 s.outcome,
                 exit_code,
-                Text(_short((res.content or "") if res else "")),
+                Text(_short((res.content or "") if res else "", 60 if preview else None)),
             )
     console.print(steps)
     _print_hidden_checks(console, settings(home).reports_dir, traj.session_id)

@@ -98,6 +98,26 @@ def test_show_prints_summary_and_steps(world):
     assert summary["passed"] == "no" and summary["self_report_only"] == "yes" and summary["reward"] != "1.000"
 
 
+def test_show_piped_prints_every_argument_and_observation_whole(world):
+    """Piped (not a terminal), a step's arguments and observation are not previews: the written file's
+    whole content and the whole test output are on the step's row, nothing cut with an ellipsis."""
+    from agent_rl_sandbox.tools.store import Store
+
+    r = cli("trajectories", "show", world["good"], home=world["home"])
+    assert r.exit_code == 0 and "\N{HORIZONTAL ELLIPSIS}" not in r.stdout
+    rows = r.stdout.splitlines()
+    write_row = next(line for line in rows if "sandbox_write_file" in line)
+    assert f"content={' '.join(FIXED.split())}" in write_row
+    store = Store(f"sqlite:///{world['home']}/store.db")
+    try:
+        steps = store.trajectories.get(world["good"]).steps
+    finally:
+        store.close()
+    ran = next(st for st in steps if st.tool_calls and st.tool_calls[0].function_name == "sandbox_exec")
+    output = " ".join(ran.observation.results[0].content.split())
+    assert len(output) > 60 and any(output in line for line in rows)
+
+
 def test_show_json_is_the_whole_trajectory(world):
     r = cli("trajectories", "show", world["good"], "--json", home=world["home"])
     assert r.exit_code == 0
