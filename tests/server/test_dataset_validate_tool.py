@@ -51,6 +51,8 @@ async def test_validate_inline_rows_and_file(data_services, tmp_path):
         assert missing_path in text and "could not be read" in text and "Next step:" in text, text
         folder = await client.call_tool("dataset_validate", {"path": str(tmp_path / "data")})
         assert folder.is_error and str(tmp_path / "data") in folder.content[0].text
+        no_eval = await client.call_tool("dataset_validate", {"rows": [GOOD_ROW], "eval_path": missing_path})
+        assert no_eval.is_error and f"eval_path {missing_path!r} could not be read" in no_eval.content[0].text
         both = await client.call_tool("dataset_validate", {"path": str(bad), "rows": [GOOD_ROW]})
         assert both.is_error and "exactly one" in both.content[0].text
         kind = await client.call_tool("dataset_validate", {"rows": [GOOD_ROW], "kind": "nonsense"})

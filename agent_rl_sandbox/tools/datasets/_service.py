@@ -93,7 +93,7 @@ class DatasetService:
         """Validate ``inp.path`` or ``inp.rows`` (exactly one). Raises :class:`ActionError` for bad
         arguments (both or neither given, unknown kind, a path outside the readable folders) and for a
         file that cannot be read (missing, a folder, a symlink, unreadable: the error names the path
-        and why); problems in the data are findings. ``kind`` may be an export format name
+        and why), the data file or ``eval_path``; problems in the data are findings. ``kind`` may be an export format name
         (``dpo``), read as the kind it writes."""
         if (inp.path is None) == (inp.rows is None):
             raise ActionError("give exactly one of `path` or `rows`", "pass a file path, or up to 10,000 inline rows")
@@ -120,4 +120,11 @@ class DatasetService:
                 )
         else:
             report = validate_rows(inp.rows or [], eval_path=eval_path, **common)
+        unread = next((f for f in report.errors if f.code == "eval_unreadable"), None)
+        if unread is not None:  # no leakage check was made: no verdict either
+            raise ActionError(
+                f"eval_path {inp.eval_path!r} could not be read: {unread.message}",
+                "check the eval file's path (a regular file under the allowed folders, no symlink), or leave "
+                "eval_path out",
+            )
         return DatasetValidateOutput(verdict="valid" if report.exit_code == 0 else "errors", report=report)
