@@ -79,6 +79,7 @@ def iter_jsonl(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_bytes: Callable[[int], None] | None = None,
     flags: dict[str, bool] | None = None,
+    lane: Callable[[int, bytes], bool] | None = None,
 ) -> Iterator[tuple[int, bytes | None, str | None, ReadProblem | None]]:
     """Yield ``(line_number, raw_line, text, problem)`` for every non-blank line of a binary stream.
 
@@ -90,6 +91,12 @@ def iter_jsonl(
       A UTF-8 BOM on line 1 is not a problem: it is stripped and ``flags["bom"]`` is set.
     ``on_bytes(n)`` is called with the bytes consumed by each line (for progress). Never raises on content;
     I/O errors (``OSError``) propagate.
+
+    ``lane(line_number, raw_line)``, when given, is offered every plain line first (after line 1, ending in
+    a lone ``\n``, starting with ``{``: a line for which this reader would yield ``raw_line`` exactly as
+    passed, no BOM, no blank, no line-length problem) and returns True when it handled the line itself
+    (then nothing is yielded for it), False to have it yielded as usual. It must check the line is UTF-8
+    itself before handling it (an ``invalid_utf8`` line is the reader's to report).
     """
     lineno = 0
     limit = max_line_bytes + 1
@@ -100,6 +107,20 @@ def iter_jsonl(
             return
         lineno += 1
         consumed = len(raw)
+        if lane is not None and lineno > 1 and raw.startswith(b"{") and raw.endswith(b"\n"):
+            line = raw[:-1]
+            if not line.endswith(b"\r"):  # else rstrip below takes the \r too
+                if on_bytes:
+                    on_bytes(consumed)
+                if lane(lineno, line):
+                    continue
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield lineno, None, None, _invalid_utf8(lineno, exc)
+                    continue
+                yield lineno, line, text, None
+                continue
         if len(raw) == limit and not raw.endswith(b"\n"):
             # Over the limit: discard the rest of the line chunk by chunk.
             while True:
@@ -141,16 +162,13 @@ def iter_jsonl(
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield (
-                lineno,
-                None,
-                None,
-                ReadProblem(
-                    lineno, "invalid_utf8", f"invalid UTF-8 at byte offset {exc.start} of the line ({exc.reason})"
-                ),
-            )
+            yield lineno, None, None, _invalid_utf8(lineno, exc)
             continue
         yield lineno, line, text, (None if has_newline else _NO_NEWLINE)
+
+
+def _invalid_utf8(lineno: int, exc: UnicodeDecodeError) -> ReadProblem:
+    return ReadProblem(lineno, "invalid_utf8", f"invalid UTF-8 at byte offset {exc.start} of the line ({exc.reason})")
 
 
 _NO_NEWLINE = ReadProblem(0, "", "")

@@ -337,10 +337,33 @@ class _Engine:
             learn = self.fast.row(self, line, raw)
             if learn is HANDLED:
                 return
-            if learn is SLOW:
-                learn = None
-            else:
-                before = self.sink.error_count + self.sink.warning_count
+        self._text_row(line, text, raw, last_line, inline, learn)
+
+    def plain_line(self, line: int, raw: bytes) -> bool:
+        """``text_row`` for a plain JSONL line (the reader's ``lane``: ``iter_jsonl`` passes the line's bytes,
+        not yet decoded); False, handling nothing, when the bytes are not UTF-8 (the reader reports it).
+        The text is decoded only when the fast path does not take the row."""
+        if raw.isascii():
+            text = None
+        else:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        learn: Any = None
+        if self.fast is not None and (self._fast_ready or self._fast_on()):
+            learn = self.fast.row(self, line, raw)
+            if learn is HANDLED:
+                return True
+        self._text_row(line, raw.decode("ascii") if text is None else text, raw, False, False, learn)
+        return True
+
+    def _text_row(self, line: int, text: str, raw: bytes | None, last_line: bool, inline: bool, learn: Any) -> None:
+        """``text_row`` after the fast path declined the row (``learn``: its ``SLOW``, what to learn, or None)."""
+        if learn is SLOW:
+            learn = None
+        elif learn is not None:
+            before = self.sink.error_count + self.sink.warning_count
         value, problem, spliced = self._parse(text, last_line)
         if problem is not None:
             self.problem(problem, line)
@@ -789,7 +812,10 @@ def _run_jsonl(engine: _Engine, fh: Any, total: int, max_line_bytes: int, progre
             progress(engine.bytes_read, total)
 
     flags: dict[str, bool] = {}
-    for line, raw, text, problem in iter_jsonl(fh, max_line_bytes=max_line_bytes, on_bytes=on_bytes, flags=flags):
+    lane = engine.plain_line if engine.fast is not None else None
+    for line, raw, text, problem in iter_jsonl(
+        fh, max_line_bytes=max_line_bytes, on_bytes=on_bytes, flags=flags, lane=lane
+    ):
         if text is None:
             if problem is None:
                 engine.blank_line(line)
