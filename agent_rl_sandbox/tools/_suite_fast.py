@@ -50,31 +50,18 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
+from agent_rl_sandbox.tools._compiled import load_hot
 from agent_rl_sandbox.tools._jsonout import dumps_indented
 from agent_rl_sandbox.tools._jsvalue import round3
 
 
 def _load_hot() -> tuple[Any, bool]:
     """``(module, compiled)``: the per-trajectory code, ``_suite_hot_c`` (``_suite_hot`` compiled by
-    mypyc: ``scripts/compile_scorer.py``, run by ``make install``) when it is there and was built
-    from the ``_suite_hot.py`` beside it (its ``SOURCE_CRC``, the CRC-32 of that file's bytes), else
-    ``_suite_hot`` itself; ``AGENT_RL_SANDBOX_PURE_PYTHON=1`` forces the pure module. A stale or
-    missing build is never an error: the pure module is the same code."""
-    if not os.environ.get("AGENT_RL_SANDBOX_PURE_PYTHON"):
-        try:
-            import zlib
-
-            from agent_rl_sandbox.tools import _suite_hot_c as compiled  # type: ignore[attr-defined]
-
-            src = os.path.join(os.path.dirname(__file__), "_suite_hot.py")
-            with open(src, "rb") as f:
-                if compiled.SOURCE_CRC == zlib.crc32(f.read()):
-                    return compiled, True
-        except (ImportError, OSError, AttributeError):
-            pass
-    from agent_rl_sandbox.tools import _suite_hot as pure
-
-    return pure, False
+    mypyc: ``scripts/compile_scorer.py``, run by ``make install``) when it is there and was built from the
+    ``_suite_hot.py`` beside it, else ``_suite_hot`` itself (:func:`~agent_rl_sandbox.tools._compiled.load_hot`;
+    ``AGENT_RL_SANDBOX_PURE_PYTHON=1`` forces the pure module). A stale or missing build is never an
+    error: the pure module is the same code."""
+    return load_hot("agent_rl_sandbox.tools", "_suite_hot")
 
 
 if TYPE_CHECKING:

@@ -395,7 +395,7 @@ class _Engine:
         shape (the drift walk has now recorded every (path, type) pair of it)."""
         tools_bytes, shape = learn
         if shape is not None:
-            self.fast.shapes.add(shape)  # type: ignore[union-attr]
+            self.fast.learn_shape(shape)  # type: ignore[union-attr]
         elif type(value) is dict and type(value.get("tools")) is list:
             toolset = self.tools_cache.peek(value["tools"], "$.tools", TRL)
             if toolset is not None and toolset.known:
