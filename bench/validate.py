@@ -9,6 +9,7 @@ conversational rows (``messages`` + ``tools``, call arguments as objects), valid
 
 - validator: ``validate_file(path, kind=...)`` (streaming; every rule, duplicates, drift, lengths);
 - ceiling: ``orjson.loads`` of every line of the same file (read the same way: binary, 1 MiB buffer);
+- pure (``--pure-side``, where the fast path is compiled): the validator on the fast path's pure module;
 - peer: for each line ``json.loads`` then ``Draft202012Validator(load_schema(kind)).iter_errors``
   (``--no-peer`` skips it: about 6 MB/s, so 30 s a round at 200 MB).
 
@@ -170,6 +171,22 @@ def run_validator(path: str, kind: str) -> tuple[int, int]:
     return report.rows, report.error_count + report.warning_count
 
 
+def run_validator_pure(path: str, kind: str) -> tuple[int, int]:
+    """``run_validator`` with the fast path's pure-Python module even where the compiled one is in use."""
+    from agent_rl_sandbox.tools.datasets import _fast, _fast_hot, _validate
+
+    class PureFastPath(_fast.FastPath):
+        def __init__(self) -> None:
+            self.state = _fast_hot.State()
+
+    compiled = _validate.FastPath
+    _validate.FastPath = PureFastPath  # type: ignore[misc]
+    try:
+        return run_validator(path, kind)
+    finally:
+        _validate.FastPath = compiled  # type: ignore[misc]
+
+
 def run_ceiling(path: str) -> tuple[int, int]:
     import orjson
 
@@ -238,6 +255,9 @@ def main() -> None:
     ap.add_argument("--dialect", choices=sorted(KINDS), default="trl")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds (default 3)")
     ap.add_argument("--no-peer", action="store_true", help="skip the json + jsonschema peer")
+    ap.add_argument(
+        "--pure-side", action="store_true", help="also run the validator on the fast path's pure module (when compiled)"
+    )
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-RSS runs")
     ap.add_argument("--memory-worker", nargs=3, metavar=("PATH", "KIND", "BYTES"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -252,7 +272,19 @@ def main() -> None:
         rows, size = generate(path, args.mb, args.seed, args.dialect)
         mb = size / 1e6
         print(f"generated {rows:,} {args.dialect} rows, {mb:.1f} MB in {time.perf_counter() - t0:.1f} s: {path}")
+        from agent_rl_sandbox.tools.datasets import _fast
+
+        print(
+            "fast path: "
+            + (
+                "compiled (mypyc, _fast_hot_c)"
+                if _fast.COMPILED
+                else "pure Python (_fast_hot; make install compiles it)"
+            )
+        )
         sides = {"validator": lambda: run_validator(path, kind), "ceiling": lambda: run_ceiling(path)}
+        if args.pure_side and _fast.COMPILED:
+            sides["pure"] = lambda: run_validator_pure(path, kind)
         if not args.no_peer:
             peer = make_peer(kind)
             sides["peer"] = lambda: peer(path)
@@ -281,6 +313,7 @@ def main() -> None:
         print(
             f"CPU time (process_time, less exposed to other processes on shared cores): validator {vc:.2f} s, "
             f"ceiling {cc:.2f} s: {cc / vc:.2f}x"
+            + (f"; pure module {_median(cpu['pure']):.2f} s: {cc / _median(cpu['pure']):.2f}x" if "pure" in cpu else "")
         )
         print(
             f"ceiling = orjson.loads on each line; peer = json.loads + jsonschema Draft 2020-12 against "

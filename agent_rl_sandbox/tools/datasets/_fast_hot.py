@@ -47,7 +47,8 @@ MAX_TOOLS: Final = 64
 """Distinct ``tools`` texts remembered."""
 MAX_TOOLS_BYTES: Final = 1 << 20
 MAX_MEMO: Final = 2048
-"""Clean call arguments remembered (all forgotten when full)."""
+"""Clean call arguments remembered: up to this many recent ones (all forgotten when full) and up to this
+many seen twice (kept for the run), so a run's common arguments survive a stream of unique ones."""
 _MAX_SIG_ITEMS: Final = 32
 _MAX_SIG_DEPTH: Final = 8
 _SIG_BUDGET: Final = 256
@@ -117,16 +118,19 @@ class State:
         """Length -> ``[(tools text, ToolSet)]``: texts the tools cache holds with no finding, and their sets."""
         self.n_tools = 0
         self.shapes: set[Any] = set()
-        self.memos: dict[str, dict[bytes, tuple[int, Any]]] = {}
-        """Parameters schema (its type-exact ``json`` text) -> arguments text -> (characters, signature) of
-        arguments that parse as an object and pass it."""
-        self.memo_n = [0]
+        self.memos: dict[str, tuple[dict[bytes, tuple[int, Any]], dict[bytes, tuple[int, Any]]]] = {}
+        """Parameters schema (its type-exact ``json`` text) -> ``(kept, recent)``, each arguments text ->
+        (characters, signature) of arguments that parse as an object and pass it: ``recent`` holds those
+        seen once (``recent_n`` in all, cleared together at ``MAX_MEMO``), ``kept`` those seen again
+        (``kept_n`` in all, at most ``MAX_MEMO``)."""
+        self.recent_n = 0
+        self.kept_n = 0
         self.sigs: dict[Any, Any] = {}
         self.handled = 0
 
     def learn_tools(self, text: bytes, toolset: Any) -> None:
         """Remember ``text`` (a ``tools`` value's bytes) as clean, with the tool set it declares: each tool
-        name -> ``(parameters, memo)``, one memo per distinct parameters schema (type-exact ``json`` text:
+        name -> ``(parameters, kept, recent)``, one memo pair per distinct parameters schema (type-exact ``json`` text:
         arguments that pass one pass its equals, whichever tool set declares them)."""
         if self.n_tools >= MAX_TOOLS:
             return
@@ -135,8 +139,8 @@ class State:
             canon = json.dumps(params, sort_keys=True)
             memo = self.memos.get(canon)
             if memo is None:
-                memo = self.memos[canon] = {}
-            names[name] = (params, memo)
+                memo = self.memos[canon] = ({}, {})
+            names[name] = (params, memo[0], memo[1])
         self.tools.setdefault(len(text), []).append((text, toolset, names))
         self.n_tools += 1
 
@@ -354,19 +358,25 @@ def _conversation(msgs: list[Message], tool_names: dict | None, fast: State) -> 
                         return None
                     names.append(name)
                     args_raw = bytes(fn.arguments)
-                    params, memo = declared
-                    got = memo.get(args_raw)
+                    params, kept, recent = declared
+                    got = kept.get(args_raw)
                     if got is None:
-                        got = _arguments(args_raw, params, fast.sigs)
-                        if got is None:
-                            return None
-                        fast.memo_n[0] += 1
-                        if fast.memo_n[0] > MAX_MEMO:
-                            for each in fast.memos.values():
-                                each.clear()
-                            fast.memo_n[0] = 1
-                        if len(args_raw) <= MAX_MEMO_ARGS_BYTES:
-                            memo[args_raw] = got
+                        got = recent.get(args_raw)
+                        if got is not None:
+                            if fast.kept_n < MAX_MEMO:  # seen again: kept for the rest of the run
+                                kept[args_raw] = got
+                                fast.kept_n += 1
+                        else:
+                            got = _arguments(args_raw, params, fast.sigs)
+                            if got is None:
+                                return None
+                            if len(args_raw) <= MAX_MEMO_ARGS_BYTES:
+                                if fast.recent_n >= MAX_MEMO:
+                                    for pair in fast.memos.values():
+                                        pair[1].clear()
+                                    fast.recent_n = 0
+                                recent[args_raw] = got
+                                fast.recent_n += 1
                     chars += len(name) + got[0]
                     sigs.append(got[1])
                     new.append((call.id, name, i))
