@@ -16,6 +16,14 @@ import typer
 from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, settings, table_console
 from agent_rl_sandbox.cli._outcome import BadInput
 
+_OPTION_OF = {
+    "signals.gpu_memory_gb": "--gpu-memory-gb",
+    "signals.gpu": "--gpu",
+    "signals.base_model_params": "--params",
+    "gpu_memory_gb, CLI --gpu-memory-gb": "--gpu-memory-gb",
+}
+"""The MCP tool's signal names in a RouteInputError, as this command's options."""
+
 
 def route(
     behaviour: Annotated[
@@ -77,6 +85,7 @@ def route(
 
     from agent_rl_sandbox.schemas.routes import RouteRecommendInput, RouteSignals
     from agent_rl_sandbox.services import Services
+    from agent_rl_sandbox.tools.routes import RouteInputError
 
     try:
         signals = RouteSignals(
@@ -102,6 +111,11 @@ def route(
         # a local --base-model folder gives the size (safetensors headers / config.json) unless --params does;
         # a RouteInputError reaches the root group: exit 2
         rec = services.routes.recommend(inp, read_local_model=True)
+    except RouteInputError as e:  # named by this command's options, not the MCP tool's signal fields
+        text, hint = e.message, e.hint or "fix the option and run again"
+        for field, option in _OPTION_OF.items():
+            text, hint = text.replace(field, option), hint.replace(field, option)
+        raise BadInput(text, hint) from None
     finally:
         services.close()
     if as_json:

@@ -42,7 +42,10 @@ def _route(*args: str, home: Path) -> subprocess.CompletedProcess:
 def test_an_unknown_gpu_is_refused_with_the_known_names(tmp_path):
     p = _route("--params", "7B", "--gpu", "banana", home=tmp_path / "home")
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    assert "'banana' is not a GPU this project knows" in p.stderr
+    assert "error: --gpu 'banana' is not a GPU this project knows" in p.stderr  # the option, not signals.gpu
+    assert "give the GPU's memory with it (--gpu-memory-gb)" in p.stderr
+    unitless = _route("--params", "7", home=tmp_path / "home")
+    assert unitless.returncode == 2 and "error: --params '7' has no unit" in unitless.stderr, unitless.stderr
     assert all(k.upper() in p.stderr for k in KNOWN_GPU_GIB) and "--gpu-memory-gb" in p.stderr
     ok = _route("--params", "7B", "--gpu", "banana", "--gpu-memory-gb", "24", "--json", home=tmp_path / "home")
     assert ok.returncode == 0, ok.stderr
