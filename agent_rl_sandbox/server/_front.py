@@ -25,7 +25,8 @@ INSTRUCTIONS = """\
 agent-rl-sandbox: practise a behaviour in a disposable sandbox and get a reward from verified state.
 Loop: list_tasks -> sandbox_reset(task_id) -> read the instruction -> sandbox_read_file /
 sandbox_exec to inspect -> sandbox_claim the files you will change -> sandbox_write_file ->
-sandbox_exec to run the tests -> sandbox_finish(message with the test command and its result).
+sandbox_exec to run the tests -> sandbox_finish(message with the test command and its result;
+`final_message` is the same argument, as trajectory_finish names it).
 Every sandbox action is recorded for you; rewards come from the sandbox state and the hidden
 verifier, never from what your final message says. trajectory_get and eval_score show the result.
 There is no git inside the sandbox (its history lives outside, where commands cannot reach it):
