@@ -89,3 +89,46 @@ async def test_concurrent_sessions_get_dense_unique_ids(server, services):
         assert got[sid] == list(range(1, 41))
         stored = services.store.trajectories.get(sid)
         assert [s.step_id for s in stored.steps] == list(range(1, 41)) and stored.step_count == 40
+
+
+async def test_owner_is_read_in_the_write_transaction(server, services):
+    """The direct path reads the owner with the row it appends to, inside ``BEGIN IMMEDIATE``: no read
+    of its own before the transaction (the check and the write see the same row)."""
+    async with Client(server) as client:
+        sid = await _start(client)
+        assert not (await _log(client, sid, {"message": "warm", "client_step_id": "w"})).is_error
+        conn = services.store.trajectories._direct._conn
+        issued: list[str] = []
+        conn.set_trace_callback(issued.append)
+        try:
+            assert not (await _log(client, sid, {"message": "one", "client_step_id": "one"})).is_error
+        finally:
+            conn.set_trace_callback(None)
+    assert [s.split()[0] for s in issued] == ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"]
+    assert "owner" in issued[1] and "step_count" in issued[1]
+
+
+async def test_refusal_comes_before_step_errors_and_leaves_no_transaction(server, services):
+    """Another session's call with a malformed step (a result naming no call of the step, which only the
+    store checks) is refused as not its own, an unknown id as unknown; nothing is written, and the
+    refusal's rollback leaves the direct connection usable for the owner."""
+    bad = {
+        "message": "bad pairing",
+        "client_step_id": "bad",
+        "tool_calls": [{"tool_call_id": "c1", "function_name": "shell", "arguments": {}}],
+        "observation": {"results": [{"source_call_id": "nope", "content": "x"}]},
+    }
+    async with Client(server) as owner, Client(server) as hostile:
+        sid = await _start(owner)
+        mine = await _log(owner, sid, bad)
+        assert mine.is_error and "malformed" in mine.content[0].text
+        res = await _log(hostile, sid, bad)
+        assert res.is_error and "not yours" in res.content[0].text
+        res = await _log(hostile, "traj_000000000000", bad)
+        assert res.is_error and "unknown trajectory" in res.content[0].text
+        res = await _log(hostile, sid, {"message": "fine but not yours", "client_step_id": "h"})
+        assert res.is_error and "not yours" in res.content[0].text
+        assert not services.store.trajectories._direct._conn.in_transaction
+        ok = await _log(owner, sid, {"message": "mine", "client_step_id": "m"})
+        assert ok.structured_content["steps"] == [{"step_id": 1, "client_step_id": "m", "created": True}]
+    assert [s.message for s in services.store.trajectories.get(sid).steps] == ["mine"]

@@ -2,8 +2,9 @@
 
 :meth:`TrajectoryRepository.log_steps` with ``nowait=True`` (the MCP adapter's first try, on its event
 loop) runs here: the same statements as its SQLAlchemy path (``BEGIN IMMEDIATE``; read the trajectory
-row; ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` for one step with a client step id, else look up
-retried ids, insert, bump ``step_count``; commit), issued through one ``sqlite3`` connection that this
+row, its owner with it, refusing another owner's before anything is written; ``INSERT ... ON CONFLICT DO
+NOTHING RETURNING`` for one step with a client step id, else look up retried ids, insert, bump
+``step_count``; commit), issued through one ``sqlite3`` connection that this
 module keeps for the purpose (``sqlite3`` caches each statement's prepared form per connection). Core's
 statement compilation, cache-key generation, pool checkout and event dispatch were about 0.5 ms of a
 ~2 ms call on the benchmark machine; these statements cost about 0.07 ms.
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 _INSERT = "INSERT INTO steps (session_id, step_id, client_step_id, provenance, data_json) VALUES (?, ?, ?, ?, ?)"
 _INSERT_NEW = _INSERT + " ON CONFLICT (session_id, client_step_id) DO NOTHING RETURNING step_id"
-_ROW = "SELECT status, step_count FROM trajectories WHERE session_id = ?"
+_ROW = "SELECT status, step_count, owner FROM trajectories WHERE session_id = ?"
 _OWNER = "SELECT owner FROM trajectories WHERE session_id = ?"
 _BUMP = "UPDATE trajectories SET step_count = ? WHERE session_id = ?"
 
@@ -135,11 +136,15 @@ class DirectSqlite:
         session_id: str,
         prepared: list[_Prepared],
         finished: Callable[[str], Exception],
+        owner_check: Callable[[str | None], None] | None = None,
     ) -> AppendResult:
         """Append ``prepared`` in one ``BEGIN IMMEDIATE`` transaction, exactly as
-        :meth:`TrajectoryRepository._append_locked` does (same rows, same result). Raises
-        :class:`WouldWait` (nothing written) when the write lock is held, ``finished(session_id)``
-        for new steps of a finished trajectory, and :class:`StoreError` for an unknown one."""
+        :meth:`TrajectoryRepository._append_locked` does (same rows, same result). ``owner_check`` gets
+        the trajectory's stored owner, read in that transaction with its status and step count (no
+        separate read: the check and the write see the same row), before anything is written; what it
+        raises rolls the transaction back and propagates. Raises :class:`WouldWait` (nothing written)
+        when the write lock is held, ``finished(session_id)`` for new steps of a finished trajectory,
+        and :class:`StoreError` for an unknown one."""
         with self._use() as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -147,7 +152,7 @@ class DirectSqlite:
                 _raise_if_busy(e)
                 raise
             try:
-                res = self._append_in(conn, repo, session_id, prepared, finished)
+                res = self._append_in(conn, repo, session_id, prepared, finished, owner_check)
                 conn.execute("COMMIT")
             except BaseException as e:
                 if conn.in_transaction:
@@ -164,11 +169,14 @@ class DirectSqlite:
         session_id: str,
         prepared: list[_Prepared],
         finished: Callable[[str], Exception],
+        owner_check: Callable[[str | None], None] | None,
     ) -> AppendResult:
         row = conn.execute(_ROW, (session_id,)).fetchone()
         if row is None:
             repo._unknown(session_id)
-        status, step_count = row
+        status, step_count, owner = row
+        if owner_check is not None:
+            owner_check(owner)
         cids = [p.step.client_step_id for p in prepared if p.step.client_step_id is not None]
         if len(prepared) == 1 and cids and status != "finished" and sqlite3.sqlite_version_info >= (3, 35):
             rows, plan = repo._number(session_id, prepared, {}, step_count + 1, utcnow())

@@ -20,7 +20,7 @@ import builtins
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -614,6 +614,7 @@ class TrajectoryRepository:
         redact: bool = True,
         keep_absent_timestamps: bool = False,
         nowait: bool = False,
+        owner_check: Callable[[str | None], None] | None = None,
     ) -> AppendResult:
         """Append steps atomically (all or none) and report what happened.
 
@@ -633,17 +634,32 @@ class TrajectoryRepository:
         With ``nowait`` (for a caller on an event loop) the call raises
         :class:`~agent_rl_sandbox.tools.errors.WouldWait`, having written nothing, instead of waiting
         for SQLite's write lock, and always on PostgreSQL (see :attr:`writes_without_waiting`).
+
+        ``owner_check`` (the caller's right to write, e.g. :func:`~agent_rl_sandbox.tools._caller.ensure_owner`)
+        gets the trajectory's stored owner before anything is written and raises to refuse; its refusal,
+        like the unknown-trajectory error, comes before any error of the steps. On SQLite the owner is
+        read with the status and step count inside the write transaction (no read of its own); on
+        PostgreSQL by :meth:`owner` first.
         """
         if nowait and not self.writes_without_waiting:
             raise WouldWait("PostgreSQL writes may wait")
-        prepared, counts = self._prepare(new_steps, redact=redact, keep_absent_timestamps=keep_absent_timestamps)
+        if owner_check is not None and self.dialect != "sqlite":
+            owner_check(self.owner(session_id))
+        try:
+            prepared, counts = self._prepare(new_steps, redact=redact, keep_absent_timestamps=keep_absent_timestamps)
+        except Exception:
+            if owner_check is not None and self.dialect == "sqlite":  # the refusal (or unknown id) first
+                owner_check(self.owner(session_id, nowait=nowait))
+            raise
         if nowait and self._direct is not None:  # the event loop's try: plain DB-API, the same statements
-            res = self._direct.append(self, session_id, prepared, _finished)
+            res = self._direct.append(self, session_id, prepared, _finished, owner_check)
             res.redactions = counts
             return res
         if self.dialect == "sqlite":  # BEGIN IMMEDIATE already serialises the whole transaction
             with self._tx_nowait() if nowait else self._tx() as conn:
                 row = self._row(conn, session_id)
+                if owner_check is not None:
+                    owner_check(row["owner"])
                 res = self._append_locked(conn, session_id, row["status"], row["step_count"], prepared)
             res.redactions = counts
             return res

@@ -14,6 +14,7 @@ held-out trajectory: it is not listed, and ``trajectory_get`` refuses it.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -85,10 +86,14 @@ class TrajectoryService:
         """Held out when stored so, or when its task is held out in the registry now."""
         return s.split == "heldout" or bool(s.task_id and self._task_split(s.task_id) == "heldout")
 
-    def _ensure_writer(self, caller: Caller, session_id: str, *, nowait: bool = False) -> None:
+    def _ensure_writer(self, caller: Caller, session_id: str) -> None:
+        self._ensure_writer_of(caller, session_id, self.store.owner(session_id))  # StoreError for an unknown id
+
+    @staticmethod
+    def _ensure_writer_of(caller: Caller, session_id: str, owner: str | None) -> None:
         ensure_owner(
             caller,
-            self.store.owner(session_id, nowait=nowait),  # raises StoreError for an unknown id
+            owner,
             "trajectory",
             session_id,
             "log to a trajectory you started: call trajectory_start (or sandbox_reset) and use the session_id it returns",
@@ -158,7 +163,6 @@ class TrajectoryService:
         written then and the caller repeats the call without ``nowait``."""
         if nowait and not self.store.writes_without_waiting:
             raise WouldWait("this store's writes may wait")
-        self._ensure_writer(caller, inp.session_id, nowait=nowait)
         items = [inp.step] if inp.step is not None else list(inp.steps or [])
         payload = []
         for s in items:
@@ -167,7 +171,14 @@ class TrajectoryService:
             if d.get("extra"):  # server-looking keys are claims: never readable as the server's record
                 d["extra"] = quarantine_extra(d["extra"])
             payload.append(d)
-        res = self.store.log_steps(inp.session_id, payload, nowait=nowait)
+        # the owner is checked by the store: on SQLite in the write transaction itself, from the row the
+        # append reads anyway (no read of its own), before anything is written and before any step error
+        res = self.store.log_steps(
+            inp.session_id,
+            payload,
+            nowait=nowait,
+            owner_check=functools.partial(self._ensure_writer_of, caller, inp.session_id),
+        )
         return TrajectoryLogStepOutput(
             session_id=inp.session_id,
             steps=[

@@ -245,3 +245,27 @@ def test_nowait_gives_way_when_sqlite_answers_busy(store):
         assert [s.step_id for s in t.get(sid).steps] == [1]
     assert t.log_steps(sid, [_step(2)], nowait=True).created == [True]
     assert [s.step_id for s in t.get(sid).steps] == [1, 2]
+
+
+@pytest.mark.parametrize("nowait", [False, True])
+def test_owner_check_refuses_before_anything_is_written(store, nowait):
+    """``log_steps(owner_check=...)`` hands the check the stored owner (on SQLite from the row the write
+    transaction reads) and writes nothing when it raises; its refusal comes before a step's own error."""
+    t = store.trajectories
+    sid = t.start(agent={"name": "a"}, owner="alice").session_id
+    if nowait and not t.writes_without_waiting:
+        pytest.skip("PostgreSQL: nowait always hands the write to a thread")
+    seen: list[str | None] = []
+
+    def refuse(owner: str | None) -> None:
+        seen.append(owner)
+        raise PermissionError("not yours")
+
+    bad = {"message": "x", "tool_calls": [{"tool_call_id": "c", "function_name": "f"}] * 2}  # duplicate call ids
+    for batch in ([_step(1)], [_step(1), _step(2)], [bad]):
+        with pytest.raises(PermissionError):
+            t.log_steps(sid, batch, nowait=nowait, owner_check=refuse)
+    assert seen == ["alice"] * 3
+    assert _rows(store, sid) == [] and t.get(sid).step_count == 0
+    res = t.log_steps(sid, [_step(1)], nowait=nowait, owner_check=seen.append)
+    assert res.created == [True] and seen[-1] == "alice" and len(_rows(store, sid)) == 1
