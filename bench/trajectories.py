@@ -31,6 +31,7 @@ folder unless ``--database-url`` is given (e.g. a scratch PostgreSQL database). 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -116,10 +117,11 @@ _OTHER_IN_PROCESS = textwrap.dedent(
                 out = [[], [], []]
                 for i in range(offset, offset + count):
                     step = step_of(i)
-                    for k, (name, args) in enumerate(
-                        (("trajectory_log_step", {"session_id": sid, "step": step}), ("noop", {"step": step}),
-                         ("noop_typed", {"session_id": sid, "step": step}))
-                    ):
+                    calls = [("trajectory_log_step", {"session_id": sid, "step": step}), ("noop", {"step": step}),
+                             ("noop_typed", {"session_id": sid, "step": step})]
+                    for j in range(3):  # rotated by the round's number, as bench/trajectories.py's own rounds
+                        k = (i + j) % 3
+                        name, args = calls[k]
                         t = time.perf_counter()
                         res = await client.call_tool(name, args)
                         out[k].append(time.perf_counter() - t)
@@ -220,24 +222,37 @@ async def _measure(
 ) -> tuple[list[float], list[float], list[float], list[float]]:
     """``calls`` rounds, each a ``trajectory_log_step``, the no-op and the typed no-op with the same step
     (and, with ``other``, the other tree's ``trajectory_log_step``: an async function of the step's number
-    answering its seconds): seconds per call of each."""
+    answering its seconds): seconds per call of each.
+
+    The calls of a round are rotated by the round's number, so each side is first equally often. In a
+    fixed order the first call of a round runs right after a switch of process (to the other tree's
+    server over stdio, or the client's own work) on colder caches than the calls after it: with
+    ``--compare-root`` over stdio the side called fourth came out 11-37% faster than the one called
+    first, whichever tree it was (2026-12-01, load 7-12, the trees swapped), and ``trajectory_log_step``,
+    always called first, paid that against its no-ops."""
     log, noop, typed, others = [], [], [], []
+
+    async def timed(name: str, args: dict, into: list[float]) -> None:
+        t = time.perf_counter()
+        res = await client.call_tool(name, args)
+        into.append(time.perf_counter() - t)
+        assert not res.is_error, res
+
+    async def theirs(i: int) -> None:
+        assert other is not None
+        others.append(await other(i))
+
     for i in range(calls):
         step = _step(offset + i)
-        t = time.perf_counter()
-        res = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": step})
-        log.append(time.perf_counter() - t)
-        assert not res.is_error, res
-        t = time.perf_counter()
-        res = await client.call_tool("noop", {"step": step})
-        noop.append(time.perf_counter() - t)
-        assert not res.is_error, res
-        t = time.perf_counter()
-        res = await client.call_tool("noop_typed", {"session_id": sid, "step": step})
-        typed.append(time.perf_counter() - t)
-        assert not res.is_error, res
+        sides = [
+            functools.partial(timed, "trajectory_log_step", {"session_id": sid, "step": step}, log),
+            functools.partial(timed, "noop", {"step": step}, noop),
+            functools.partial(timed, "noop_typed", {"session_id": sid, "step": step}, typed),
+        ]
         if other is not None:
-            others.append(await other(offset + i))
+            sides.append(functools.partial(theirs, offset + i))
+        for k in range(len(sides)):  # rotated by the round's number (see the docstring)
+            await sides[(offset + i + k) % len(sides)]()
     return log, noop, typed, others
 
 
@@ -291,6 +306,14 @@ async def in_process(settings: Settings, calls: int, compare_root: Path | None =
     server.services.close()  # type: ignore[attr-defined]
 
 
+def _fresh_home(settings: Settings, name: str) -> Path:
+    """A new home folder beside ``settings.home`` (each server over stdio starts on an empty store, as
+    the other tree's does: not on the one the in-process rounds filled)."""
+    home = settings.home.parent / name
+    home.mkdir(exist_ok=True)
+    return home
+
+
 def _stdio_params(settings: Settings, home: Path, pythonpath: str | None):
     from mcp import StdioServerParameters
 
@@ -310,15 +333,14 @@ async def over_stdio(settings: Settings, calls: int, compare_root: Path | None =
 
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(
-            Client(_stdio_params(settings, settings.home, None), read_timeout_seconds=60)
+            Client(_stdio_params(settings, _fresh_home(settings, "home-stdio"), None), read_timeout_seconds=60)
         )
         sid = (await client.call_tool("trajectory_start", {"agent_name": "bench-stdio"})).structured_content[
             "trajectory"
         ]["session_id"]
         other = None
         if compare_root is not None:
-            home = settings.home.parent / "home-other"
-            home.mkdir(exist_ok=True)
+            home = _fresh_home(settings, "home-other")
             peer = await stack.enter_async_context(
                 Client(_stdio_params(settings, home, str(compare_root.resolve())), read_timeout_seconds=60)
             )
