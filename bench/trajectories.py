@@ -11,11 +11,12 @@ baseline measured in the same run.
   re-validates every structured result against the output schema with ``jsonschema``, which the plain
   no-op, declaring none, skips) from the tool's own work.
 - **stdio MCP** (``agent-rl-sandbox serve``'s code in a subprocess): the same two calls over real stdio.
-- With ``--compare-root DIR`` (another source tree, e.g. a ``git archive`` of the code before): its
-  ``trajectory_log_step`` too, over stdio as a fourth call of each round (its own server process and
-  store), in process in a process of its own running the same rounds against its own no-ops, in blocks
-  of :data:`BLOCK` rounds alternating with this tree's (single calls interleaved across processes would
-  put each of its calls right after a process switch, on cold caches).
+- With ``--compare-root DIR`` (another source tree, e.g. a ``git archive`` of the code before): the same
+  rounds against that tree's own no-ops: over stdio on a server of its own (its own store), the two
+  servers' rounds alternating, each first every other round; in process in a process of its own, in
+  blocks of :data:`BLOCK` rounds alternating with this tree's (single calls interleaved across processes
+  would put each of its calls right after a process switch, on cold caches). Within a round the three
+  calls are rotated by the round's number (:func:`_measure`).
 - **Bulk import** (the issue 16 goal: at least 0.3x): ``import_file`` of a generated ATIF document (and a
   Codex rollout) of N steps, against appending the same records to a JSONL file (``json.dumps`` + write +
   fsync: the least a file-based recorder does), interleaved A B A B over several rounds on one filesystem
@@ -31,7 +32,6 @@ folder unless ``--database-url`` is given (e.g. a scratch PostgreSQL database). 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import statistics
@@ -41,6 +41,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -182,9 +183,7 @@ def _report(label: str, n: int, seconds: float, base_n: int, base_seconds: float
     print(f"{label:<34} {rate:>10,.0f} steps/s   baseline ({base_label}) {base:>10,.0f}/s   ratio {rate / base:6.2f}x")
 
 
-def _latency_report(
-    label: str, log: list[float], noop: list[float], typed: list[float], other: list[float], root: Path | None
-) -> None:
+def _latency_report(label: str, log: list[float], noop: list[float], typed: list[float]) -> None:
     a, b, c = statistics.median(log), statistics.median(noop), statistics.median(typed)
     print(
         f"{label:<34} median {a * 1000:6.2f} ms   no-op tool {b * 1000:6.2f} ms   ratio {a / b:5.2f}x"
@@ -192,12 +191,6 @@ def _latency_report(
         f"{'':<34} typed no-op (same input and output schemas) {c * 1000:6.2f} ms   ratio {a / c:5.2f}x;"
         f" the typed no-op is {c / b:5.2f}x the no-op"
     )
-    if other:
-        o = statistics.median(other)
-        print(
-            f"{'':<34} the code in {root}, interleaved: median {o * 1000:6.2f} ms, ratio {o / b:5.2f}x the no-op,"
-            f" {o / c:5.2f}x the typed no-op; this code is {o / a:4.2f}x faster"
-        )
 
 
 def _register_typed_noop(server) -> None:
@@ -217,43 +210,46 @@ def _same_output_schema(server) -> None:
     get("noop_typed").fn_metadata.output_schema = get("trajectory_log_step").fn_metadata.output_schema
 
 
-async def _measure(
-    client, calls: int, sid: str, offset: int, other=None
-) -> tuple[list[float], list[float], list[float], list[float]]:
-    """``calls`` rounds, each a ``trajectory_log_step``, the no-op and the typed no-op with the same step
-    (and, with ``other``, the other tree's ``trajectory_log_step``: an async function of the step's number
-    answering its seconds): seconds per call of each.
-
-    The calls of a round are rotated by the round's number, so each side is first equally often. In a
-    fixed order the first call of a round runs right after a switch of process (to the other tree's
-    server over stdio, or the client's own work) on colder caches than the calls after it: with
-    ``--compare-root`` over stdio the side called fourth came out 11-37% faster than the one called
-    first, whichever tree it was (2026-12-01, load 7-12, the trees swapped), and ``trajectory_log_step``,
-    always called first, paid that against its no-ops."""
-    log, noop, typed, others = [], [], [], []
-
-    async def timed(name: str, args: dict, into: list[float]) -> None:
+async def _round(client, sid: str, step: dict, i: int, into: tuple[list[float], list[float], list[float]]) -> None:
+    """One round on one server: ``trajectory_log_step``, the no-op and the typed no-op with ``step``, in
+    an order rotated by the round's number ``i`` (so each is first equally often); each call's seconds
+    appended to its list of ``into``."""
+    calls = (
+        ("trajectory_log_step", {"session_id": sid, "step": step}),
+        ("noop", {"step": step}),
+        ("noop_typed", {"session_id": sid, "step": step}),
+    )
+    for k in range(3):
+        j = (i + k) % 3
+        name, args = calls[j]
         t = time.perf_counter()
         res = await client.call_tool(name, args)
-        into.append(time.perf_counter() - t)
+        into[j].append(time.perf_counter() - t)
         assert not res.is_error, res
 
-    async def theirs(i: int) -> None:
-        assert other is not None
-        others.append(await other(i))
 
+async def _measure(
+    client, calls: int, sid: str, offset: int, peer: tuple[Any, str] | None = None
+) -> tuple[list[float], ...]:
+    """``calls`` rounds of :func:`_round` (and, with ``peer``, a ``(client, session id)`` of the other
+    tree's server, the same round on it, the two servers' order alternating round by round): seconds per
+    call, as lists ``(log_step, no-op, typed no-op)`` for this server, then the same three for the peer's.
+
+    Both servers get the same pattern of calls, each first in its round equally often. In a fixed
+    order, with the other tree's ``trajectory_log_step`` alone as a fourth call of each round, the
+    comparison leaned 11-37% to one side whichever tree was on it (2026-12-01, load 7-12, the trees
+    swapped): a call right after a switch of process, or on a server idle for longer, runs on colder
+    caches; ``trajectory_log_step``, always called first, paid that against its no-ops."""
+    mine: tuple[list[float], list[float], list[float]] = ([], [], [])
+    theirs: tuple[list[float], list[float], list[float]] = ([], [], [])
     for i in range(calls):
         step = _step(offset + i)
-        sides = [
-            functools.partial(timed, "trajectory_log_step", {"session_id": sid, "step": step}, log),
-            functools.partial(timed, "noop", {"step": step}, noop),
-            functools.partial(timed, "noop_typed", {"session_id": sid, "step": step}, typed),
-        ]
-        if other is not None:
-            sides.append(functools.partial(theirs, offset + i))
-        for k in range(len(sides)):  # rotated by the round's number (see the docstring)
-            await sides[(offset + i + k) % len(sides)]()
-    return log, noop, typed, others
+        if peer is not None and (offset + i) % 2:
+            await _round(peer[0], peer[1], step, offset + i, theirs)
+        await _round(client, sid, step, offset + i, mine)
+        if peer is not None and not (offset + i) % 2:
+            await _round(peer[0], peer[1], step, offset + i, theirs)
+    return (*mine, *theirs)
 
 
 BLOCK = 20
@@ -281,7 +277,7 @@ async def in_process(settings: Settings, calls: int, compare_root: Path | None =
             ]["session_id"]
             await _measure(client, 20, sid, 10**6)  # warm up
             if peer is None:
-                log, noop_s, typed, _ = await _measure(client, calls, sid, 0)
+                log, noop_s, typed, *_ = await _measure(client, calls, sid, 0)
             else:
                 # Each tree in its own process, in blocks (A B A B): both see the same pattern of calls
                 # after a switch of process (the first call of a block runs on cold caches).
@@ -289,16 +285,16 @@ async def in_process(settings: Settings, calls: int, compare_root: Path | None =
                 log, noop_s, typed, theirs = [], [], [], [[], [], []]
                 for start in range(0, calls, BLOCK):
                     n = min(BLOCK, calls - start)
-                    a, b, c, _ = await _measure(client, n, sid, start)
+                    a, b, c, *_ = await _measure(client, n, sid, start)
                     log, noop_s, typed = log + a, noop_s + b, typed + c
                     for mine, got in zip(theirs, peer.block(start, n), strict=True):
                         mine.extend(got)
     finally:
         if peer is not None:
             peer.close()
-    _latency_report("trajectory_log_step, in process", log, noop_s, typed, [], None)
+    _latency_report("trajectory_log_step, in process", log, noop_s, typed)
     if peer is not None:
-        _latency_report(f"  the code in {compare_root}", *theirs, [], None)
+        _latency_report(f"  the code in {compare_root}", *theirs)
         print(
             f"{'':<34} this code's log_step is {statistics.median(theirs[0]) / statistics.median(log):4.2f}x faster"
             f" ({BLOCK}-round blocks, each tree in its own process, interleaved)"
@@ -338,26 +334,25 @@ async def over_stdio(settings: Settings, calls: int, compare_root: Path | None =
         sid = (await client.call_tool("trajectory_start", {"agent_name": "bench-stdio"})).structured_content[
             "trajectory"
         ]["session_id"]
-        other = None
+        peer = None
         if compare_root is not None:
             home = _fresh_home(settings, "home-other")
-            peer = await stack.enter_async_context(
+            peer_client = await stack.enter_async_context(
                 Client(_stdio_params(settings, home, str(compare_root.resolve())), read_timeout_seconds=60)
             )
-            peer_sid = (await peer.call_tool("trajectory_start", {"agent_name": "bench-other"})).structured_content[
-                "trajectory"
-            ]["session_id"]
-
-            async def other(i: int) -> float:
-                t = time.perf_counter()
-                res = await peer.call_tool("trajectory_log_step", {"session_id": peer_sid, "step": _step(i)})
-                took = time.perf_counter() - t
-                assert not res.is_error, res
-                return took
-
-        await _measure(client, 20, sid, 10**6, other)
-        log, noop_s, typed, others = await _measure(client, calls, sid, 0, other)
-    _latency_report("trajectory_log_step, stdio", log, noop_s, typed, others, compare_root)
+            peer_sid = (
+                await peer_client.call_tool("trajectory_start", {"agent_name": "bench-other"})
+            ).structured_content["trajectory"]["session_id"]
+            peer = (peer_client, peer_sid)
+        await _measure(client, 20, sid, 10**6, peer)  # warm up
+        log, noop_s, typed, *theirs = await _measure(client, calls, sid, 0, peer)
+    _latency_report("trajectory_log_step, stdio", log, noop_s, typed)
+    if compare_root is not None:
+        _latency_report(f"  the code in {compare_root}", *theirs)
+        print(
+            f"{'':<34} this code's log_step is {statistics.median(theirs[0]) / statistics.median(log):4.2f}x faster"
+            " (each tree its own server and store, rounds alternating between them)"
+        )
 
 
 def _atif_document(steps: int, session: str) -> tuple[dict, list[dict]]:
