@@ -97,9 +97,40 @@ def test_a_config_only_folder_gives_an_estimate_and_bad_headers_never_crash(tmp_
         (model / "model.safetensors").write_bytes(junk)
         assert safetensors_params(model / "model.safetensors") is None
         assert local_model_signals(model).params == estimate  # falls back to config.json
-    (model / "config.json").write_bytes(b"\xff not json")
-    assert local_model_signals(model) is None and local_model_signals(tmp_path / "missing") is None
+    for bad_config in (b"\xff not json", b"[1, 2]", b'"text"', b'{"num_hidden_layers": true, "hidden_size": -1}'):
+        (model / "config.json").write_bytes(bad_config)
+        assert local_model_signals(model) is None, bad_config
+    assert local_model_signals(tmp_path / "missing") is None
     p = _route("--base-model", str(model), "--json", home=tmp_path / "home")
     assert p.returncode == 0 and "model size unknown" in p.stdout
     for n in (1, 999_999, 494_032_768, 7_615_616_512, 70_553_706_496):
         assert parse_params(with_unit(n)) == n
+
+
+def test_no_byte_sequence_in_a_model_folder_crashes_the_reader(tmp_path):
+    """Random bytes, random JSON values and truncated real headers as model.safetensors and config.json:
+    the reader answers (a count, or None), never raises."""
+    import random
+
+    rng = random.Random(5)
+    real = tmp_path / "real.safetensors"
+    save_file({"w": np.zeros((3, 4), np.float32)}, str(real))
+    good = real.read_bytes()
+    values = [None, 1, -1, 2.5, "x", [], [1, [2]], {}, {"shape": "no"}, {"shape": [-1]}, {"shape": [True]}]
+    model = tmp_path / "m"
+    model.mkdir()
+    for i in range(300):
+        kind = i % 3
+        if kind == 0:
+            blob = rng.randbytes(rng.randint(0, 64))
+        elif kind == 1:
+            header = json.dumps({"t": rng.choice(values), "__metadata__": rng.choice(values)}).encode()
+            blob = len(header).to_bytes(8, "little") + header
+        else:
+            blob = good[: rng.randint(0, len(good))]
+        (model / "model.safetensors").write_bytes(blob)
+        (model / "config.json").write_bytes(
+            rng.randbytes(rng.randint(0, 32)) if i % 2 else json.dumps({"hidden_size": rng.choice(values)}).encode()
+        )
+        got = local_model_signals(model)
+        assert got is None or got.params is None or got.params >= 0

@@ -88,9 +88,11 @@ def _config(folder: Path) -> dict[str, Any] | None:
         doc = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
+    if not isinstance(doc, dict):
+        return None
     if isinstance(doc.get("text_config"), dict):  # a multimodal config: the language model's part
         doc = {**doc["text_config"], **{k: v for k, v in doc.items() if k == "tie_word_embeddings"}}
-    return doc if isinstance(doc, dict) else None
+    return doc
 
 
 def _shape(config: dict[str, Any]) -> dict[str, int]:
