@@ -10,7 +10,9 @@ report bytes to stdout and ``--out``, exit 0 or 1 by the gate), then exits.
 Without ``--gate``, a Port Daddy suite file goes first to the streaming plain-data scorer
 (:mod:`agent_rl_sandbox.tools._suite_fast`: no pydantic, no size cap, the report written as it is
 made; the same bytes), which declines, before writing anything, every input it cannot score
-exactly as the model path does; those go the way below.
+exactly as the model path does; those go the way below. Where a second CPU is free it scores a
+large suite's trajectories in two processes (``tools._suite_fast.default_processes``;
+``AGENT_RL_SANDBOX_SCORE_PROCESSES=1`` or ``2`` decides), with the same bytes.
 
 It returns without side effects (so the typer app runs the command instead, with its usual help,
 parsing and error text) when the arguments take any other form, and when anything goes wrong:
@@ -101,8 +103,13 @@ def _fast_suite(parsed: dict[str, Any]) -> bool:
     out = sys.stdout
     if (out.encoding or "").lower().replace("-", "") != "utf8":
         return False
-    from agent_rl_sandbox.tools._suite_fast import Declined, score_suite_to
+    from agent_rl_sandbox.tools._suite_fast import Declined, default_processes, score_suite_to
 
+    try:
+        processes = default_processes()
+    except ValueError as e:
+        sys.stderr.write(f"error: {e}. Next step: set it to 1 or 2, or unset it\n")
+        sys.exit(2)
     files: list[Any] = []
 
     def write(data: bytes) -> None:
@@ -115,7 +122,7 @@ def _fast_suite(parsed: dict[str, Any]) -> bool:
             f.write(data)
 
     try:
-        score_suite_to(path, os.path.basename(path), write)
+        score_suite_to(path, os.path.basename(path), write, processes=processes)
     except (Declined, OSError) as e:
         if not files:
             if isinstance(e, Declined):

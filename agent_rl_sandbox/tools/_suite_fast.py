@@ -45,7 +45,6 @@ import os
 import re
 from array import array
 from collections.abc import Callable, Iterator
-from json.encoder import encode_basestring as _quote  # the C encoder json.dumps uses
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
@@ -67,13 +66,10 @@ def _load_hot() -> tuple[Any, bool]:
 if TYPE_CHECKING:
     from agent_rl_sandbox.tools import _suite_hot as _hot
     from agent_rl_sandbox.tools._suite_hot import (
-        _I2,
-        _I3,
         _SURROGATE_ESCAPE,
-        _TRAINING_CHOSEN,
-        _TRAINING_REJECTED,
         _WS,
         Declined,
+        NeedIndex,
         _check_top,
         _check_trajectory,
         _r,
@@ -83,19 +79,26 @@ if TYPE_CHECKING:
     )
     from agent_rl_sandbox.tools._suite_hot import Spool as _Spool
     from agent_rl_sandbox.tools._suite_hot import add_native as _add_native
+    from agent_rl_sandbox.tools._suite_hot import by_task_blocks as _by_task_blocks
+    from agent_rl_sandbox.tools._suite_hot import finish_rows as _finish_rows
+    from agent_rl_sandbox.tools._suite_hot import flag_counts as _flag_counts
     from agent_rl_sandbox.tools._suite_hot import group_counts as _group_counts
-    from agent_rl_sandbox.tools._suite_hot import group_text as _group_text
     from agent_rl_sandbox.tools._suite_hot import groups as _groups
+    from agent_rl_sandbox.tools._suite_hot import native_order as _native_order
+    from agent_rl_sandbox.tools._suite_hot import natives_in as _natives_in
+    from agent_rl_sandbox.tools._suite_hot import ordered_sum as _ordered_sum
     from agent_rl_sandbox.tools._suite_hot import score_batch as _score_batch
+    from agent_rl_sandbox.tools._suite_hot import training_blocks as _training_blocks
 
     COMPILED: bool
 else:
     _hot, COMPILED = _load_hot()
-    Declined, _Task, _Scored = _hot.Declined, _hot._Task, _hot._Scored
+    Declined, NeedIndex, _Task, _Scored = _hot.Declined, _hot.NeedIndex, _hot._Task, _hot._Scored
     _check_top, _check_trajectory, _validated_unhooks = _hot._check_top, _hot._check_trajectory, _hot._validated_unhooks
     _score_batch, _add_native, _r = _hot.score_batch, _hot.add_native, _hot._r
-    _groups, _group_counts, _group_text = _hot.groups, _hot.group_counts, _hot.group_text
-    _I2, _I3, _TRAINING_CHOSEN, _TRAINING_REJECTED = _hot._I2, _hot._I3, _hot._TRAINING_CHOSEN, _hot._TRAINING_REJECTED
+    _groups, _group_counts, _by_task_blocks = _hot.groups, _hot.group_counts, _hot.by_task_blocks
+    _finish_rows, _flag_counts, _native_order = _hot.finish_rows, _hot.flag_counts, _hot.native_order
+    _natives_in, _ordered_sum, _training_blocks = _hot.natives_in, _hot.ordered_sum, _hot.training_blocks
     _SURROGATE_ESCAPE, _WS, _Spool = _hot._SURROGATE_ESCAPE, _hot._WS, _hot.Spool
 
 CHUNK_BYTES = 1024 * 1024
@@ -269,6 +272,11 @@ class _Array:
     def __init__(self, sp: _Splitter):
         self.sp = sp
         self.done = False
+        # with stop (a file offset where the splitter's reader ends): batches() returns, with
+        # reached set, when the array's elements read so far end exactly there (a "," and blanks)
+        self.stop: int | None = None
+        self.reached = False
+        self.at = sp.base + sp.pos  # file offset of the next element (or of the array's end)
 
     def batches(self) -> Iterator[tuple[list, int, int]]:
         """``(elements, file offset, end offset)``: the text ``[offset:end]`` holds those elements."""
@@ -278,9 +286,13 @@ class _Array:
             self.done = True
             return
         while True:
+            self.at = sp.base + sp.pos
             if len(sp.buf) - sp.pos < sp.chunk and not sp.eof:
                 sp._fill()
             if sp._peek() == -1:
+                if self.stop is not None and sp.base + sp.pos == self.stop:
+                    self.reached = True  # the elements before stop are whole: stop begins one
+                    return
                 raise Declined("unterminated array")
             batch = self._cut()
             while batch is None:
@@ -391,8 +403,6 @@ class _Array:
 _SEP = b",\n    "
 """What precedes every item of a report list after the first (items at indent level 2): list pieces
 are spooled with it in front, so a run of them is written as one block (``_suite_hot.Spool.blocks``)."""
-_TRAINING_CHOSEN_SEP = ",\n    " + _TRAINING_CHOSEN
-_TRAINING_REJECTED_SEP = ",\n    " + _TRAINING_REJECTED
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,8 +414,9 @@ class _Run:
     """The suite's state while it is read: tasks, per-trajectory numbers, spooled pieces, warnings."""
 
     def __init__(self, spool: _Spool, rows: _Spool):
-        self.spool = spool  # native reports (and in compact mode, before them, the tasks' text)
-        self.rows = rows  # Port Daddy rows: apart, so that both lists are runs of consecutive pieces
+        self.spool: Any = spool  # native reports (after a second process: a _Pair of two spools)
+        self.tasks_spool = spool  # in compact mode, the tasks' text (before the native reports)
+        self.rows: Any = rows  # Port Daddy rows: apart, so that both lists are runs of consecutive pieces
         self.top: dict[str, Any] = {}
         self.ids: list[str] = []  # task ids in file order
         self.store: list[Any] = []  # each task: its _Task, or (compact) the spool number of its JSON
@@ -414,7 +425,8 @@ class _Run:
         self._cache: dict[int, _Task] = {}
         self.dup_ids: set[str] = set()
         self.task_warnings: list[str] = []
-        self.traj_warnings: list[str] = []
+        self.unknown_tasks: list[tuple[int, str]] = []  # (trajectory index, taskId) naming no task
+        self.extra_files: list[BinaryIO] = []  # the second process's files (closed by score_suite_to)
         # per task (by index, sized when the tasks are read): trajectories naming it, and for a first
         # task the spooled row of its last trajectory, its reward and flags (pass 1, selfReportOnly 2)
         self.attempts = array("l")
@@ -431,6 +443,7 @@ class _Run:
         self.n_crit = array("l")
         self.n_ref = array("q")
         self.n_traj = 0
+        self.indexed = True  # the trajectories' indices in the file are known (not in a second process)
         self.order = True
         self.default_pass = 1.0
 
@@ -473,7 +486,7 @@ class _Run:
         if task is None:
             if len(self._cache) >= TASK_CACHE:
                 self._cache.clear()
-            task = self._cache[k] = _Task(orjson.loads(self.spool.get(stored)), self.default_pass)
+            task = self._cache[k] = _Task(orjson.loads(self.tasks_spool.get(stored)), self.default_pass)
         return task
 
     def add_trajectories(self, items: list) -> None:
@@ -487,18 +500,10 @@ class _Run:
     def native_order(self) -> range | list[int]:
         """The native reports' order in the report: by task id, then session id, stable
         (``tools.evals._report.sort_scores``); no sort when they came in that order."""
-        ids, tasks, sids = self.ids, self.n_task, self.n_sid
-        n = len(sids)
-        prev = (ids[tasks[0]], sids[0]) if n else None
-        for i in range(1, n):
-            key = (ids[tasks[i]], sids[i])
-            if key < prev:  # type: ignore[operator]
-                return sorted(range(n), key=lambda j: (ids[tasks[j]], sids[j]))
-            prev = key
-        return range(n)
+        return _native_order(self.ids, self.n_task, self.n_sid)
 
 
-def _consume(sp: _Splitter, run: _Run, f: BinaryIO) -> None:
+def _consume(sp: _Splitter, run: _Run, f: BinaryIO, processes: int = 1, info: dict | None = None) -> None:
     """Read every member; tasks are scored against before trajectories (re-read when they come first)."""
     seen: set[str] = set()
     pending: list[tuple[int, int]] = []  # spans of trajectories read before the tasks
@@ -525,8 +530,7 @@ def _consume(sp: _Splitter, run: _Run, f: BinaryIO) -> None:
                 run.add_trajectories(_loads(b"[" + os.pread(f.fileno(), end - start, start) + b"]"))
             pending = []
         elif tasks_done:
-            for items, _, _ in value.batches():
-                run.add_trajectories(items)
+            _trajectories(sp, value, run, f, processes, info)
         else:
             for items, start, end in value.batches():
                 for tr in items:
@@ -536,6 +540,319 @@ def _consume(sp: _Splitter, run: _Run, f: BinaryIO) -> None:
         raise Declined("no tasks")
     if pending:  # pragma: no cover - pending is emptied when the tasks are read
         raise Declined("trajectories left unread")
+
+
+# --------------------------------------------------------------------------------------------
+# The trajectories in two processes
+# --------------------------------------------------------------------------------------------
+
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+"""File bytes after the tasks from which ``processes=2`` splits the trajectories between two
+processes (measured on 2 loaded CPUs: a loss at 10 MB, even at 30 MB, a gain at 96 MB; the fork's
+copy-on-write faults and the second process's start cost about 0.05-0.1 s of CPU)."""
+_BASE = 1 << 40
+"""Spool numbers from here on are the second process's pieces (:class:`_Pair`)."""
+_BOUNDARY = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
+_ATTEMPTS = b'\n      "attempts": '  # the key of a row (indent level 3) in its spooled text
+_INF = 1 << 62
+
+
+def default_processes() -> int:
+    """How many processes ``score FILE --json`` lets :func:`score_suite_to` use: the value of
+    ``AGENT_RL_SANDBOX_SCORE_PROCESSES`` (``1`` or ``2``) when set; else 2 where this process may
+    run on two or more CPUs and one of them is free (the 1-minute load average at most the CPUs
+    less one: on 2 CPUs at a load of 9-11 two processes took 7% more wall time and 10% more CPU
+    than one); else 1, and 1 where ``os.fork`` does not exist. Raises ``ValueError`` naming the
+    variable for any other value."""
+    want = os.environ.get("AGENT_RL_SANDBOX_SCORE_PROCESSES", "").strip()
+    if want:
+        if want not in ("1", "2"):
+            raise ValueError(
+                f"AGENT_RL_SANDBOX_SCORE_PROCESSES={want!r} is not 1 or 2 (default: 2 on a free second CPU)"
+            )
+        return int(want) if hasattr(os, "fork") else 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = float(cpus)  # unknown: as if no CPU were free
+    return 2 if cpus >= 2 and load <= cpus - 1 and hasattr(os, "fork") else 1
+
+
+class _PReader:
+    """``read(n)`` of a file descriptor from its own offset ``pos`` by ``os.pread`` (the
+    descriptor's offset, shared with a forked process, is never used), ending at offset ``stop``."""
+
+    def __init__(self, fd: int, pos: int, stop: int = _INF):
+        self.fd, self.pos, self.stop = fd, pos, stop
+
+    def read(self, n: int) -> bytes:
+        n = min(n, self.stop - self.pos)
+        if n <= 0:
+            return b""
+        data = os.pread(self.fd, n, self.pos)
+        self.pos += len(data)
+        return data
+
+
+class _Pair:
+    """Two spools read as one (the first process's and the second's, :meth:`_suite_hot.Spool.adopt`):
+    numbers from :data:`_BASE` on are the second's (less ``_BASE``); pieces are added to the first."""
+
+    def __init__(self, first: Any, second: Any):
+        self.first, self.second = first, second
+
+    def add(self, data: bytes) -> int:
+        return self.first.add(data)
+
+    def drop(self, ref: int) -> None:
+        if ref < _BASE:
+            self.first.drop(ref)
+
+    def flush(self) -> None:
+        self.first.flush()
+
+    def get(self, ref: int) -> bytes:
+        return self.first.get(ref) if ref < _BASE else self.second.get(ref - _BASE)
+
+    def blocks(self, refs: Any) -> Iterator[bytes]:
+        """``Spool.blocks`` over both: each run of numbers from one spool read from it in blocks."""
+        run: list[int] = []
+        second = False
+        for r in refs:
+            s = r >= _BASE
+            if s is not second and run:
+                yield from (self.second if second else self.first).blocks(run)
+                run = []
+            second = s
+            run.append(r - _BASE if s else r)
+        if run:
+            yield from (self.second if second else self.first).blocks(run)
+
+
+def _boundary(fd: int, at: int, size: int) -> int | None:
+    """A likely place to split the ``trajectories`` array at or after offset ``at``: the offset of
+    a ``{`` that follows ``}``, ``,`` and blanks and opens an object with a ``taskId`` (an element
+    of a nested list opens one without). Only likely: it may still be inside a string or a nested
+    value, so the first process proves it (:func:`_trajectories`). ``None`` within 8 MiB."""
+    for _ in range(8):
+        data = os.pread(fd, CHUNK_BYTES, at)
+        for m in _BOUNDARY.finditer(data):
+            if _opens_trajectory(data, m.end() - 1):
+                return at + m.end() - 1
+        if len(data) < CHUNK_BYTES or at + len(data) >= size:
+            return None
+        at += len(data) - 256  # a match across the two reads, unless its blanks are longer
+    return None
+
+
+def _opens_trajectory(data: bytes, start: int) -> bool:
+    """True when the object text from ``data[start]`` (a ``{``) parses, within 256 KiB, as an object
+    with a ``taskId`` member (the first ``}`` that balances the brackets and parses ends it)."""
+    end = min(len(data), start + (1 << 18))
+    opened = closed = 0
+    j = start
+    while True:
+        k = data.find(b"}", j, end)
+        if k == -1:
+            return False
+        opened += data.count(b"{", j, k + 1) + data.count(b"[", j, k + 1)
+        closed += data.count(b"}", j, k + 1) + data.count(b"]", j, k + 1)
+        j = k + 1
+        if opened == closed:
+            try:
+                obj = orjson.loads(data[start : k + 1])
+            except orjson.JSONDecodeError:
+                continue  # a bracket inside a string: a later one may end the object
+            return type(obj) is dict and "taskId" in obj
+
+
+def _trajectories(sp: _Splitter, arr: _Array, run: _Run, f: BinaryIO, processes: int, info: dict | None) -> None:
+    """Score the ``trajectories`` array ``arr`` (its ``[`` read; the tasks are read).
+
+    With ``processes`` >= 2, no repeated task id and at least :data:`PARALLEL_MIN_BYTES` of the
+    file left, the array is split near the middle of what is left: a forked process scores the
+    elements from the split (:func:`_second`) while this one scores those before it, and this one
+    then takes the other's pieces and numbers as if it had scored them itself (:func:`_merge`): the
+    same state, so the same report bytes. The split is a guess (:func:`_boundary`) that counts only
+    when this process, reading from the array's start, finds its elements end exactly there; else,
+    and when the other process fails or meets a trajectory whose session id is its index (which it
+    cannot know), this process scores the rest itself. A decline of either part declines the suite.
+    ``info["split"]`` (when given) says which way it went."""
+    fd = f.fileno()
+    here = sp.base + sp.pos
+    size = os.fstat(fd).st_size
+    stop = None
+    if processes >= 2 and not run.dup_ids and size - here >= PARALLEL_MIN_BYTES:
+        stop = _boundary(fd, here + (size - here) // 2, size)
+    if stop is None:
+        if info is not None:
+            info["split"] = "one process"
+        for items, _, _ in arr.batches():
+            run.add_trajectories(items)
+        return
+    import signal
+    import tempfile
+
+    files: list[BinaryIO] = [tempfile.TemporaryFile(prefix="agent-rl-sandbox-part-") for _ in range(3)]  # noqa: SIM115
+    run.extra_files += files  # closed by score_suite_to
+    run.spool.flush()  # nothing left pending that the other process could write to this one's file
+    run.rows.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the second process (measured by what it hands back)
+        code = 70
+        try:
+            code = _second(run, fd, stop, sp.chunk, files)
+        except NeedIndex:
+            code = 3
+        except Declined as e:
+            files[2].write(str(e).encode("utf-8", "replace"))
+            files[2].flush()
+            code = 4
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    outcome = "one process after a split that did not hold"
+    try:
+        reader = _PReader(fd, sp.base + len(sp.buf), stop)
+        if reader.pos > stop:  # the buffer already holds text past the split: cut it there
+            sp.buf = sp.buf[: stop - sp.base]
+            reader.pos = stop
+        sp.f, sp.eof = reader, False  # type: ignore[assignment]
+        arr.stop = stop
+        batches = arr.batches()
+        while True:
+            try:
+                got = next(batches, None)
+            except Declined:  # perhaps only the split: read again from the element it was at
+                sp.buf, sp.base, sp.pos, reader.pos = b"", arr.at, 0, arr.at
+                break
+            if got is None:
+                break
+            run.add_trajectories(got[0])  # a decline here is the suite's
+        arr.stop, reader.stop, sp.eof = None, _INF, False
+        if arr.reached:
+            arr.reached = False
+            _, status = os.waitpid(pid, 0)
+            pid = 0
+            code = os.waitstatus_to_exitcode(status)
+            if code == 0:
+                end = _merge(run, files)
+                sp.buf, sp.base, sp.pos, reader.pos = b"", end, 0, end
+                arr.done = True
+                outcome = "two processes"
+            elif code == 4:
+                reason = os.pread(files[2].fileno(), 4096, 0).decode("utf-8", "replace")
+                raise Declined(reason or "declined in the second process")
+            else:
+                outcome = "one process after the second failed" if code != 3 else "one process (index-named sessions)"
+        reader.pos = sp.base + len(sp.buf)  # the splitter reads on from the end of its buffer
+        if not arr.done:
+            for items, _, _ in arr.batches():
+                run.add_trajectories(items)
+        if info is not None:
+            info["split"] = outcome
+    finally:
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # pragma: no cover - it ended on its own
+                pass
+            os.waitpid(pid, 0)
+
+
+def _second(run: _Run, fd: int, stop: int, chunk: int, files: list[BinaryIO]) -> int:
+    """In the forked process: score the array's elements from offset ``stop`` to its end into
+    fresh spools written to ``files[0]`` (native reports) and ``files[1]`` (rows), and write what
+    :func:`_merge` needs to ``files[2]``; 0 when done."""
+    import marshal
+
+    run.spool = _Spool(SPOOL_MEMORY_BYTES)
+    run.spool.attach(files[0])
+    run.rows = _Spool(SPOOL_MEMORY_BYTES)
+    run.rows.attach(files[1])
+    run.tasks_read()  # this part's counts, rows and rewards per task, from zero
+    run.n_task, run.n_sid, run.n_reward = array("l"), [], array("d")
+    run.n_flags, run.n_crit, run.n_ref = bytearray(), array("l"), array("q")
+    run.n_traj, run.unknown_tasks, run.indexed = 0, [], False
+    sp = _Splitter(_PReader(fd, stop), chunk)  # type: ignore[arg-type]
+    sp.base = stop
+    arr = _Array(sp)
+    for items, _, _ in arr.batches():
+        run.add_trajectories(items)
+    run.spool.flush()
+    run.rows.flush()
+    meta = (
+        sp.base + sp.pos,
+        run.n_traj,
+        run.unknown_tasks,
+        run.n_sid,
+        bytes(run.n_flags),
+        bytes(run.row_flags),
+        *(a.tobytes() for a in (run.n_task, run.n_reward, run.n_crit, run.n_ref)),
+        *(a.tobytes() for a in (run.attempts, run.row_ref, run.row_reward)),
+        *(a.tobytes() for a in (run.spool.offsets, run.spool.lengths, run.rows.offsets, run.rows.lengths)),
+    )
+    files[2].write(marshal.dumps(meta))
+    files[2].flush()
+    return 0
+
+
+def _merge(run: _Run, files: list[BinaryIO]) -> int:
+    """Take the second process's part (:func:`_second`) into ``run`` as if this process had scored
+    it after its own: indices shifted, counts added, each task's row the part's last (with the
+    attempts of both parts); returns the file offset just after the array."""
+    import marshal
+
+    meta = files[2]
+    data = os.pread(meta.fileno(), os.fstat(meta.fileno()).st_size, 0)
+    end, count, unknown, sids, n_flags, row_flags, n_task, n_reward, n_crit, n_ref, *rest = marshal.loads(data)
+    attempts, row_ref, row_reward, nat_off, nat_len, row_off, row_len = rest
+    before = run.n_traj
+    run.n_traj = before + count
+    run.unknown_tasks += [(i + before, tid) for i, tid in unknown]
+    run.n_sid += sids
+    run.n_flags += n_flags
+    run.n_task.frombytes(n_task)
+    run.n_reward.frombytes(n_reward)
+    run.n_crit.frombytes(n_crit)
+    run.n_ref.extend([r + _BASE for r in array("q", n_ref)])
+    natives, rows = _Spool(SPOOL_MEMORY_BYTES), _Spool(SPOOL_MEMORY_BYTES)  # limit: the read block size
+    natives.adopt(files[0], nat_off, nat_len)
+    rows.adopt(files[1], row_off, row_len)
+    mine = run.rows
+    c_att, c_ref, c_reward = array("l", attempts), array("q", row_ref), array("d", row_reward)
+    att, ref, rew, flags = run.attempts, run.row_ref, run.row_reward, run.row_flags
+    for k, c in enumerate(c_att):
+        if not c:
+            continue
+        p = att[k]
+        att[k] = p + c
+        if c_ref[k] < 0:  # pragma: no cover - a task with trajectories has a row
+            continue
+        if p:  # trajectories of this task in both parts: the row says how many in all
+            if ref[k] >= 0:
+                mine.drop(ref[k])
+            ref[k] = mine.add(_with_attempts(rows.get(c_ref[k]), p + c))
+        else:
+            ref[k] = c_ref[k] + _BASE
+        rew[k] = c_reward[k]
+        flags[k] = row_flags[k]
+    run.spool = _Pair(run.spool, natives)
+    run.rows = _Pair(mine, rows)
+    return end
+
+
+def _with_attempts(row: bytes, n: int) -> bytes:
+    """A spooled row's text with its ``attempts`` set to ``n`` (the key's line is the only one at its
+    indent starting so: strings hold no raw newline, nested keys are indented deeper)."""
+    i = row.index(_ATTEMPTS) + len(_ATTEMPTS)
+    j = row.index(b",", i)
+    return row[:i] + str(n).encode() + row[j:]
 
 
 def _top_settings(run: _Run) -> None:
@@ -612,6 +929,8 @@ def score_suite_to(
     *,
     chunk: int = CHUNK_BYTES,
     summary: Callable[[dict, list, list, int], Any] | None = None,
+    processes: int = 1,
+    info: dict | None = None,
 ) -> None:
     """Score the Port Daddy suite file ``path`` and pass the report's bytes to ``write`` in pieces.
 
@@ -623,17 +942,23 @@ def score_suite_to(
     With ``summary``, nothing is written: ``summary(small, by_task, trajectories, count)`` gets the
     report's small members (``stats``, ``summary``, ``warnings``, ...: a dict as in the report),
     the first :data:`SUMMARY_ROWS` ``by_task`` groups and trajectory reports (dicts, in the
-    report's order) and the number of trajectory reports (for a table of a suite of any size)."""
+    report's order) and the number of trajectory reports (for a table of a suite of any size).
+
+    With ``processes=2`` (``score FILE --json`` passes :func:`default_processes`) the trajectories
+    of a large suite are scored by two processes, this one and a fork (:func:`_trajectories`), with
+    the same bytes; ``info`` (a dict, when given) gets ``"split"``: which way they were scored."""
     spool = _Spool(SPOOL_MEMORY_BYTES * 3 // 4)  # native reports are about 3x the rows' bytes
     rows = _Spool(SPOOL_MEMORY_BYTES // 4)
+    extra: list[BinaryIO] = []
     try:
         with open(path, "rb") as f:
             if not os.path.isfile(path):
                 raise Declined("not a regular file")
             run = _Run(spool, rows)
+            run.extra_files = extra
             run.compact = os.fstat(f.fileno()).st_size > COMPACT_TASKS_BYTES
             sp = _Splitter(f, chunk)
-            _consume(sp, run, f)
+            _consume(sp, run, f, processes, info)
             order, default_pass, need_unhooks, agent, unhooks = _check_top(run.top)
             if (order, default_pass) != (run.order, run.default_pass):
                 raise Declined("rewardSpec after the tasks")
@@ -641,6 +966,8 @@ def score_suite_to(
     finally:
         spool.close()
         rows.close()
+        for x in extra:
+            x.close()
 
 
 SUMMARY_ROWS = 50
@@ -651,67 +978,49 @@ def _finish(
     run: _Run, need_unhooks: bool, agent: Any, unhooks: list, source: str, write: Callable, on_summary: Callable | None
 ) -> None:
     spool, order, ids = run.spool, run.order, run.ids
-    per_task_warnings: list[str] = []
-    for k, tid in enumerate(ids):
-        first = run.first[tid] == k
-        n = run.attempts[run.first[tid]]
-        if first and n > 1:
-            per_task_warnings.append(f"task {tid!r} has {n} trajectories; its Port Daddy row scores the last one")
-        if first and run.row_ref[k] >= 0:
-            continue
-        t = run.task(k)
-        last = run.dup_last.get(tid) if n else None
-        if last is not None:
-            acts, arts = last.get("actions", []), last.get("artifacts", [])
-        else:
-            acts, arts = [], []
-        scored = _Scored(t, acts, arts, last, order)
-        if first:
-            run._native(k, scored, f"{tid}#missing")
-            per_task_warnings.append(f"task {tid!r} has no trajectory; it is scored as an empty attempt")
-        run.row_ref[k] = run.rows.add(_SEP + scored.row_text(n))
-        run.row_reward[k] = scored.reward
-        run.row_flags[k] = scored.passed | (scored.self_report_only << 1)
+    per_task_warnings = _finish_rows(run)
     spool.flush()
     run.rows.flush()
     valid = _validated_unhooks(unhooks)
     unhooks_ready = len(valid) > 0 if need_unhooks else True
     flags = run.row_flags
-    passed_rows = sum(f & 1 for f in flags)
+    passed_rows = _flag_counts(flags)[0]
     failed_rows = len(flags) - passed_rows
     gate_passed = failed_rows == 0
-    total = 0.0
-    for r in run.row_reward:  # reduce((sum, x) => sum + x, 0): left to right, uncompensated
-        total += r
+    # reduce((sum, x) => sum + x, 0): left to right, uncompensated
+    total = _ordered_sum(run.row_reward, range(len(ids)))
     warnings = []
     if not gate_passed:
         warnings.append("eval gate failed; do not deploy an adapted agent from this report")
     if not unhooks_ready:
         warnings.append("no validated unhooks supplied; do not deploy an adapted agent from this report")
-    warnings += run.task_warnings + run.traj_warnings + per_task_warnings
+    warnings += run.task_warnings
+    warnings += [
+        f"trajectories[{i}] has taskId {tid!r}, which no task declares; not scored" for i, tid in run.unknown_tasks
+    ]
+    warnings += per_task_warnings
     seq = run.native_order()
     n = len(seq)
     n_task, n_reward, n_flags = run.n_task, run.n_reward, run.n_flags
 
     def sorted_natives() -> Iterator[tuple[str, float, int]]:
-        for i in seq:
-            yield ids[n_task[i]], n_reward[i], n_flags[i]
+        return _natives_in(ids, n_task, n_reward, n_flags, seq)
 
     # by task, in sorted order (tools.evals._report.group_stats): counted here, written lazily
     n_multi, n_zero = _group_counts(sorted_natives())
-    passed_n = sum(f & 1 for f in n_flags)
+    passed_n, sro_n, loops_n = _flag_counts(n_flags)
     stats = {
         "criteria_total": sum(run.n_crit),
         "failed": n - passed_n,
         "groups": n_multi,
-        "loops": sum(1 for f in n_flags if f & 4),
+        "loops": loops_n,
         "malformed_tool_calls": 0,
-        "mean_reward": _r(sum(n_reward[i] for i in seq) / n) if n else 0.0,
+        "mean_reward": _r(_ordered_sum(n_reward, seq) / n) if n else 0.0,
         "pass_rate": _r(passed_n / n) if n else 0.0,
         "passed": passed_n,
         "problems": 0,
         "safety_violations": 0,
-        "self_report_only": sum(1 for f in n_flags if f & 2),
+        "self_report_only": sro_n,
         "trajectories": n,
         "unscorable_criteria": 0,
         "unscorable_share": 0.0,
@@ -736,14 +1045,6 @@ def _finish(
         "validatedUnhookCount": len(valid),
     }
 
-    def training() -> Iterator[bytes]:
-        for tid, reward, f in zip(ids, run.row_reward, flags, strict=True):
-            chosen = f == 1  # passed and not self-report-only
-            yield (
-                (_TRAINING_CHOSEN_SEP if chosen else _TRAINING_REJECTED_SEP)
-                + f'{reward!r},\n{_I3}"taskId": {_quote(tid)}\n{_I2}}}'
-            ).encode("utf-8")
-
     small: dict[str, Any] = {
         "agent": agent if agent else {},
         "kind": "port_daddy_suite",
@@ -762,9 +1063,9 @@ def _finish(
         "warnings": warnings,
     }
     big: dict[str, Callable[[], Iterator[bytes]]] = {
-        "by_task": lambda: ((",\n    " + _group_text(g)).encode("utf-8") for g in _groups(sorted_natives())),
+        "by_task": lambda: _by_task_blocks(sorted_natives()),
         "rows": lambda: run.rows.blocks(run.row_ref),
-        "trainingRows": training,
+        "trainingRows": lambda: _training_blocks(ids, run.row_reward, flags),
         "trajectories": lambda: spool.blocks(run.n_ref if type(seq) is range else (run.n_ref[i] for i in seq)),
     }
     if on_summary is not None:

@@ -10,6 +10,7 @@ so the same bytes, checked by ``tests/tools/evals/test_suite_compiled.py``). Imp
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from array import array
@@ -43,6 +44,12 @@ _WS = b" \t\n\r"
 
 class Declined(Exception):
     """This scorer does not take the input (see the module docstring); score it the usual way."""
+
+
+class NeedIndex(Exception):
+    """A trajectory with no ``id`` or ``sessionId`` (its session id is ``taskId#index``) in a part
+    of the file scored without knowing how many trajectories came before it (``_suite_fast``'s
+    second process): that part is scored again by the first."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -796,6 +803,26 @@ class Spool:
             self._put(data or b"")
         self._sync()
 
+    def attach(self, file: BinaryIO) -> None:
+        """Write every piece to ``file`` (an empty file opened for reading and writing) from the
+        first one, whatever the size: for a spool filled in another process and read back with
+        :meth:`adopt` (``_suite_fast``'s second process)."""
+        if self.mem or self.file is not None:
+            raise ValueError("attach() needs an empty spool")
+        self.file = file
+
+    def adopt(self, file: BinaryIO, offsets: bytes, lengths: bytes) -> None:
+        """Read back the pieces another process's spool wrote to ``file`` (see :meth:`attach`):
+        ``offsets`` and ``lengths`` are that spool's ``array("q")`` bytes (``tobytes()``), so piece
+        ``i`` there is piece ``i`` here. Pieces added afterwards go after them."""
+        if self.mem or self.file is not None:
+            raise ValueError("adopt() needs an empty spool")
+        self.file = file
+        self.offsets = array("q", offsets)
+        self.lengths = array("q", lengths)
+        n = len(self.offsets)
+        self.end = self.written = self.offsets[n - 1] + self.lengths[n - 1] if n else 0
+
     def drop(self, ref: int) -> None:
         if self.file is None:
             self.mem[ref] = None
@@ -866,26 +893,33 @@ def add_native(run: Any, k: int, done: _Scored, sid: str) -> None:
 def score_batch(run: Any, items: list[Any]) -> None:
     """Check and score each trajectory of ``items`` (parsed dicts, in file order) against its task
     on ``run`` (a ``tools._suite_fast._Run``): its native report and its task's row spooled, the
-    task's counts updated, a trajectory naming no task a warning. Raises :class:`Declined`."""
+    task's counts updated, a trajectory naming no task recorded (its index and task id) for a
+    warning. Raises :class:`Declined`, and :class:`NeedIndex` when ``run.indexed`` is false and a
+    trajectory's session id would be its index."""
     order: bool = run.order
     rows = run.rows
     first: dict[str, int] = run.first
     dup_ids: set[str] = run.dup_ids
     store: list[Any] = run.store
     attempts, row_ref, row_reward, row_flags = run.attempts, run.row_ref, run.row_reward, run.row_flags
+    indexed: bool = run.indexed  # False in a second process: the trajectory's index in the file is unknown
     for tr in items:
         i: int = run.n_traj
         run.n_traj = i + 1
         tid, actions, artifacts = _check_trajectory(tr)
         k = first.get(tid)
         if k is None:
-            run.traj_warnings.append(f"trajectories[{i}] has taskId {tid!r}, which no task declares; not scored")
+            run.unknown_tasks.append((i, tid))  # a warning naming the index (tools._suite_fast._finish)
             continue
         n: int = attempts[k] + 1
         attempts[k] = n
         if tid in dup_ids:
             run.dup_last[tid] = tr
-        sid = tr.get("id") or tr.get("sessionId") or f"{tid}#{i}"
+        sid = tr.get("id") or tr.get("sessionId")
+        if not sid:
+            if not indexed:
+                raise NeedIndex(tid)
+            sid = f"{tid}#{i}"
         stored = store[k]
         task: _Task = stored if type(stored) is _Task else run.task(k)
         done = _Scored(task, actions, artifacts, tr, order)
@@ -963,3 +997,157 @@ def _group(tid: str, rewards: list[float], passed: int) -> dict:
         "task_id": tid,
         "zero_variance": k >= 2 and max(rewards) == min(rewards),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# The report's end (tools._suite_fast._finish): per-task rows, the order, by_task and trainingRows
+# --------------------------------------------------------------------------------------------
+
+_TRAINING_CHOSEN_SEP = _SEP + _TRAINING_CHOSEN
+_TRAINING_REJECTED_SEP = _SEP + _TRAINING_REJECTED
+
+
+def finish_rows(run: Any) -> list[str]:
+    """Each task's Port Daddy row where no trajectory gave it one (a task without a trajectory is
+    scored as an empty attempt, with a native report ``<id>#missing``; a repeated task id scores
+    its id's last trajectory), spooled on ``run`` (a ``tools._suite_fast._Run``); returns the
+    per-task warnings in task order."""
+    ids: list[str] = run.ids
+    first: dict[str, int] = run.first
+    attempts, row_ref, row_reward, row_flags = run.attempts, run.row_ref, run.row_reward, run.row_flags
+    rows = run.rows
+    dup_last: dict[str, Any] = run.dup_last
+    order: bool = run.order
+    warnings: list[str] = []
+    for k in range(len(ids)):
+        tid = ids[k]
+        f = first[tid]
+        is_first = f == k
+        n: int = attempts[f]
+        if is_first and n > 1:
+            warnings.append(f"task {tid!r} has {n} trajectories; its Port Daddy row scores the last one")
+        if is_first and row_ref[k] >= 0:
+            continue
+        t = run.task(k)
+        last = dup_last.get(tid) if n else None
+        if last is not None:
+            acts, arts = last.get("actions", []), last.get("artifacts", [])
+        else:
+            acts, arts = [], []
+        scored = _Scored(t, acts, arts, last, order)
+        if is_first:
+            add_native(run, k, scored, f"{tid}#missing")
+            warnings.append(f"task {tid!r} has no trajectory; it is scored as an empty attempt")
+        row_ref[k] = rows.add(_SEP_BYTES + scored.row_text(n))
+        row_reward[k] = scored.reward
+        row_flags[k] = int(scored.passed) | (int(scored.self_report_only) << 1)
+    return warnings
+
+
+def native_order(ids: list[str], tasks: Any, sids: list[str]) -> Any:
+    """The native reports' order in the report: by task id (``ids[tasks[i]]``), then session id,
+    stable (``tools.evals._report.sort_scores``): ``range(n)`` when they came in that order, else
+    the sorted list of indices."""
+    n = len(sids)
+    if n == 0:
+        return range(0)
+    prev_t: str = ids[tasks[0]]
+    prev_s: str = sids[0]
+    for i in range(1, n):
+        t: str = ids[tasks[i]]
+        s: str = sids[i]
+        if t < prev_t or (t == prev_t and s < prev_s):
+            keys = [(ids[tasks[j]], sids[j]) for j in range(n)]
+            return sorted(range(n), key=keys.__getitem__)
+        prev_t, prev_s = t, s
+    return range(n)
+
+
+def natives_in(ids: list[str], tasks: Any, rewards: Any, flags: Any, seq: Any) -> Iterator[tuple[str, float, int]]:
+    """``(task id, reward, flags)`` of each native report, in the order ``seq``."""
+    for i in seq:
+        yield ids[tasks[i]], rewards[i], flags[i]
+
+
+def flag_counts(flags: Any) -> tuple[int, int, int]:
+    """How many of ``flags`` (bytes) have bit 1, bit 2 and bit 4 set."""
+    a = b = c = 0
+    for f in flags:
+        a += f & 1
+        b += (f >> 1) & 1
+        c += (f >> 2) & 1
+    return a, b, c
+
+
+def ordered_sum(values: Any, seq: Any) -> float:
+    """``values[i]`` summed left to right in the order ``seq``, uncompensated (as ``sum`` of a
+    generator and JavaScript's ``reduce`` add them); 0.0 for none."""
+    total = 0.0
+    for i in seq:
+        total += values[i]
+    return total
+
+
+def by_task_blocks(natives: Iterator[tuple[str, float, int]]) -> Iterator[bytes]:
+    """The report's ``by_task`` items (:func:`group_text` of each of :func:`groups`, each preceded
+    by ``_SEP``) as UTF-8 blocks of about a megabyte. A task with one attempt (most) has the text
+    of its reward and pass (remembered) with its task id: the same text."""
+    buf: list[str] = []
+    size = 0
+    singles: dict[tuple[float, int], tuple[str, str]] = {}
+    tid: str | None = None
+    rewards: list[float] = []
+    passed = 0
+    for t, reward, f in natives:
+        if t != tid:
+            if tid is not None:
+                piece = _group_piece(tid, rewards, passed, singles)
+                buf.append(piece)
+                size += len(piece)
+                if size >= _BLOCK:
+                    yield "".join(buf).encode("utf-8")
+                    buf, size = [], 0
+            tid, rewards, passed = t, [], 0
+        rewards.append(reward)
+        passed += f & 1
+    if tid is not None:
+        buf.append(_group_piece(tid, rewards, passed, singles))
+    if buf:
+        yield "".join(buf).encode("utf-8")
+
+
+def _group_piece(tid: str, rewards: list[float], passed: int, singles: dict[tuple[float, int], tuple[str, str]]) -> str:
+    """``_SEP + group_text(_group(tid, rewards, passed))``; for one attempt, from ``singles``
+    (the text before and after the task id, by reward and pass; -0.0, whose text differs from
+    0.0's though the keys are equal, is never remembered)."""
+    if len(rewards) == 1:
+        r = rewards[0]
+        key = (r, passed)
+        got = singles.get(key)
+        if got is None:
+            text = group_text(_group("", rewards, passed))
+            cut = text.index('"task_id": ""') + len('"task_id": ')
+            got = (_SEP + text[:cut], text[cut + 2 :])
+            if r != 0.0 or math.copysign(1.0, r) > 0:
+                singles[key] = got
+        return got[0] + _quote(tid) + got[1]
+    return _SEP + group_text(_group(tid, rewards, passed))
+
+
+def training_blocks(ids: list[str], rewards: Any, flags: Any) -> Iterator[bytes]:
+    """The report's ``trainingRows`` (one per task: chosen when its row passed and was not
+    self-report-only, flags 1) as UTF-8 blocks of about a megabyte, each item preceded by ``_SEP``."""
+    buf: list[str] = []
+    size = 0
+    for k in range(len(ids)):
+        reward: float = rewards[k]
+        piece = (
+            _TRAINING_CHOSEN_SEP if flags[k] == 1 else _TRAINING_REJECTED_SEP
+        ) + f'{reward!r},\n{_I3}"taskId": {_quote(ids[k])}\n{_I2}}}'
+        buf.append(piece)
+        size += len(piece)
+        if size >= _BLOCK:
+            yield "".join(buf).encode("utf-8")
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf).encode("utf-8")

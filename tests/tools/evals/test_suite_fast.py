@@ -327,3 +327,29 @@ def test_table_of_a_suite_over_the_cap_is_the_model_paths_table(tmp_path, monkey
     streamed = runner.invoke(app, ["score", str(suite), *home])
     assert streamed.exit_code == 0, streamed.output
     assert streamed.output == usual.output
+
+
+def test_finish_blocks_are_the_pieces_they_replace():
+    """``by_task_blocks`` (one-attempt groups' text remembered by reward and pass) and
+    ``training_blocks`` write what the per-item functions write, -0.0 and tiny floats included."""
+    from agent_rl_sandbox.tools import _suite_hot as hot
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 1.0, 0.5, 1e-05, 0.333, 2.5e-07]
+    natives = []
+    for k in range(6000):  # over a megabyte: more than one block
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            natives.append((f'task-{k:05d}\u00e9"', rng.choice(values), rng.randint(0, 7)))
+    for mod in (hot, fast._hot):
+        want = "".join(",\n    " + mod.group_text(g) for g in mod.groups(iter(natives))).encode()
+        got = list(mod.by_task_blocks(iter(natives)))
+        assert len(got) > 1 and b"".join(got) == want
+        ids = [t for t, _, _ in natives]
+        rewards = [r for _, r, _ in natives]
+        flags = [f & 3 for _, _, f in natives]
+        pieces = [
+            (",\n    " + (hot._TRAINING_CHOSEN if f == 1 else hot._TRAINING_REJECTED)).encode()
+            + f'{r!r},\n      "taskId": {json.dumps(t, ensure_ascii=False)}\n    }}'.encode()
+            for t, r, f in zip(ids, rewards, flags, strict=True)
+        ]
+        assert b"".join(mod.training_blocks(ids, rewards, flags)) == b"".join(pieces)
