@@ -10,6 +10,7 @@ Public surface::
     SandboxRecord, PendingEvent, AppendResult, BulkResult    typed records the repositories return
     StepRejected, TrajectoryExists    a bulk-imported step that cannot be stored; a bulk import's id is taken
     StoreError, OUTCOMES, new_id, utcnow, normalise_time
+    lone_surrogate_at, NOT_UNICODE   where a value holds text no store can hold (a lone surrogate); the reason
     Redactor                      detect-secrets based redaction ([REDACTED:<type>] markers), loaded lazily
     step_problems, unanswered_calls   structural rules every stored step obeys
 
@@ -22,7 +23,14 @@ Importing this package is light (SQLAlchemy, no Alembic, no detect-secrets): the
 store on every event.
 """
 
-from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
+from agent_rl_sandbox.tools.store._common import (
+    NOT_UNICODE,
+    StoreError,
+    lone_surrogate_at,
+    new_id,
+    normalise_time,
+    utcnow,
+)
 from agent_rl_sandbox.tools.store._episodes import EpisodeStart, NewSandbox
 from agent_rl_sandbox.tools.store._hook_events import HookEventRepository, HookEventTx, PendingEvent
 from agent_rl_sandbox.tools.store._integrity import step_problems, unanswered_calls
@@ -48,6 +56,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "NOT_UNICODE",
     "OUTCOMES",
     "AppendResult",
     "BulkResult",
@@ -65,6 +74,7 @@ __all__ = [
     "unknown_trajectory",
     "TrajectoryExists",
     "TrajectoryRepository",
+    "lone_surrogate_at",
     "new_id",
     "normalise_time",
     "step_problems",

@@ -33,7 +33,14 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from agent_rl_sandbox.schemas.trajectory import AgentInfo, Step, Trajectory, TrajectorySummary
 from agent_rl_sandbox.tools.errors import WouldWait
-from agent_rl_sandbox.tools.store._common import StoreError, new_id, normalise_time, utcnow
+from agent_rl_sandbox.tools.store._common import (
+    NOT_UNICODE,
+    StoreError,
+    lone_surrogate_at,
+    new_id,
+    normalise_time,
+    utcnow,
+)
 from agent_rl_sandbox.tools.store._fast_steps import fast_rest
 from agent_rl_sandbox.tools.store._integrity import step_problems
 from agent_rl_sandbox.tools.store._schema import steps, trajectories
@@ -71,7 +78,8 @@ def _rest_json(step: Step) -> str:
     :class:`Step`, which :func:`_stored_json` writes in front): byte for byte
     ``json.dumps(step.model_dump(mode="json", exclude_none=True, exclude=...), ensure_ascii=False,
     separators=(",", ":"))``, from pydantic's JSON writer where it writes the same (:data:`_FLOAT_FORMS`),
-    else from that expression itself (also for text pydantic cannot write, a lone surrogate)."""
+    else from that expression itself (also for a value pydantic cannot write; a lone surrogate never gets
+    here: :meth:`TrajectoryRepository._prepare` refuses it)."""
     try:
         rest = step.model_dump_json(exclude_none=True, exclude=_NOT_REST)
     except PydanticSerializationError:
@@ -165,24 +173,14 @@ def _loc(loc: Sequence[Any]) -> str | None:
     return out or None
 
 
-def _bad_text(value: Any, path: str = "") -> str | None:
-    """The dotted path of the first string in ``value`` that is not valid Unicode (a lone surrogate, which
-    JSON text can carry as ``\\ud800`` but no database text column can store)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "$"
-        return None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for k, v in items:
-        sub = f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else str(k))
-        if isinstance(k, str) and _bad_text(k) is not None:
-            return sub
-        found = _bad_text(v, sub)
-        if found is not None:
-            return found
-    return None
+def _refuse_surrogates(what: str, fields: dict[str, Any]) -> None:
+    """Raise :class:`StoreError` naming the first of ``fields`` (a field name to its value) whose text holds
+    a lone surrogate (:func:`~._common.lone_surrogate_at`), before anything is written."""
+    bad = lone_surrogate_at(fields)
+    if bad is not None:
+        raise StoreError(
+            f"{what}'s {bad} is not stored: {NOT_UNICODE}", "replace the lone surrogate; nothing was written"
+        )
 
 
 _SCREEN_BATCH = 256
@@ -273,6 +271,20 @@ class TrajectoryRepository:
         owner=None,
         created_at=None,
     ) -> dict:
+        texts = {
+            "session_id": sid,
+            "task_id": task_id,
+            "behaviour": behaviour,
+            "split": split,
+            "sandbox_id": sandbox_id,
+            "parent_session_id": parent_session_id,
+            "origin": origin,
+            "external_id": external_id,
+            "owner": owner,
+            "created_at": created_at,
+            "agent": agent_info.model_dump(),
+        }  # meta is stored as ASCII JSON (escapes), so as given
+        _refuse_surrogates("the trajectory", texts)
         return dict(
             session_id=sid,
             agent_json=agent_info.model_dump_json(exclude_none=True),
@@ -484,6 +496,9 @@ class TrajectoryRepository:
         for i, item in enumerate(items):
             item = dict(item)
             item.pop("step_id", None)  # the store numbers steps
+            bad = lone_surrogate_at(item)
+            if bad is not None:  # refused, naming where (pydantic would write U+FFFD for one in a key)
+                raise StepRejected(i, bad, NOT_UNICODE)
             has_ts = bool(item.get("timestamp")) or keep_absent_timestamps
             data = {"timestamp": item.get("timestamp") or "", **item, "step_id": 1}
             if redact:  # the screened walk finds what value() finds (tests/tools/trajectories/test_redact_screen.py)
@@ -746,6 +761,8 @@ class TrajectoryRepository:
                     stamp = item.get("timestamp") or ""
                     ts = stamps.get(stamp)
                     if ts is None:  # steps share few distinct times
+                        if lone_surrogate_at(stamp) is not None:  # not in the text fast_rest proved
+                            raise StepRejected(start + j, "timestamp", NOT_UNICODE)
                         ts = stamps[stamp] = json.dumps(stamp, ensure_ascii=False)
                     out.append((item.get("client_step_id"), item.get("provenance", "server"), ts, rest))
         return out, counts
@@ -758,6 +775,9 @@ class TrajectoryRepository:
         from pydantic_core import PydanticSerializationError
 
         exclude = {"step_id", "timestamp"}
+        bad = lone_surrogate_at(data)
+        if bad is not None:  # refused, naming where (pydantic would write U+FFFD for one in a key)
+            raise StepRejected(i, bad, NOT_UNICODE)
         try:
             step = Step.model_validate(data)
         except ValidationError as e:
@@ -767,9 +787,8 @@ class TrajectoryRepository:
             raise StepRejected(i, None, "; ".join(step_problems(step)))
         try:
             rest = step.model_dump_json(exclude_none=True, exclude=exclude)
-        except PydanticSerializationError:
-            bad = _bad_text(data)
-            raise StepRejected(i, bad, "text is not valid Unicode (a lone surrogate)") from None
+        except PydanticSerializationError as e:  # a value pydantic cannot write as JSON
+            raise StepRejected(i, None, f"not a JSON value: {e}") from None
         if ("e-" in rest or "0.0000" in rest) and _FLOAT_FORMS.search(rest):
             rest = json.dumps(
                 step.model_dump(mode="json", exclude_none=True, exclude=exclude),
@@ -811,6 +830,7 @@ class TrajectoryRepository:
         ``session_id`` (a concurrent import of the same file) and ``ValueError`` for a time that is not
         ISO 8601."""
         prepared, counts = self._prepare_bulk(steps_in, redact=redact)
+        _refuse_surrogates("the trajectory", {"final_message": final_message, "finished_at": finished_at})
         seen: set[str] = set()
         for i, (cid, *_rest) in enumerate(prepared):
             if cid is not None:
@@ -886,6 +906,7 @@ class TrajectoryRepository:
     ) -> TrajectorySummary:
         """Close a trajectory (immutable afterwards) and store its final message and score. ``finished_at``
         (ISO 8601; default now) is when the work ended: importers pass the session's last event."""
+        _refuse_surrogates("the trajectory", {"final_message": final_message, "finished_at": finished_at})
         if final_message:
             final_message, _ = self.redactor.text(final_message)
         with self._tx() as conn:

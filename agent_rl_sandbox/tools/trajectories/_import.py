@@ -58,7 +58,13 @@ from agent_rl_sandbox.tools.formats.atif import (
     decode_arguments,
     read_document,
 )
-from agent_rl_sandbox.tools.store import StepRejected, TrajectoryExists, TrajectoryRepository
+from agent_rl_sandbox.tools.store import (
+    NOT_UNICODE,
+    StepRejected,
+    TrajectoryExists,
+    TrajectoryRepository,
+    lone_surrogate_at,
+)
 
 IMPORT_FORMATS = ("atif", "claude_code", "codex", "openai_chat")
 CHUNK = 1000
@@ -1554,6 +1560,27 @@ def _store_one(
     claimed_times = {k: t.meta.pop(k) for k in ("_claimed_created_at", "_claimed_finished_at") if k in t.meta}
     report.steps_seen += len(steps)
     report.missing_results += missing
+    bad = lone_surrogate_at(  # what the trajectory's row holds as text (meta is stored as ASCII JSON)
+        {
+            "agent": t.agent,
+            "task_id": t.task_id,
+            "behaviour": t.behaviour,
+            "external_id": t.external_id,
+            "final_message": t.meta.get("final_message"),
+            "meta.parent_external_id": t.meta.get("parent_external_id"),
+            "session_id": t.key,  # what the stored id is derived from
+        }
+    )
+    if bad is not None:  # before the store is asked anything about it (a lookup by external id)
+        report.problems.append(
+            ImportProblem(
+                file=str(path),
+                line=t.line,
+                message=f"trajectory {t.key!r} cannot be stored (stored field {bad}): {NOT_UNICODE}; the "
+                "trajectory is not imported (nothing of it written)",
+            )
+        )
+        return
     sid = _session_id(fmt, sha, t.key)
     if stored is not None:
         stored[t.key] = sid

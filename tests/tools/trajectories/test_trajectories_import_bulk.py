@@ -373,3 +373,69 @@ def test_json_lines_read_as_the_json_module_reads_them(tmp_path, monkeypatch):
             results.append((repr(got), report.model_dump()))
             monkeypatch.undo()
         assert results[0] == results[1]
+
+
+def _codex_lines(session: str = "x", output: str = "ok") -> list[dict]:
+    lines = [{"timestamp": "2026-11-29T10:00:00Z", "type": "session_meta", "payload": {"id": session, "cwd": "/w"}}]
+    for i in range(3):
+        for p in (
+            {"type": "function_call", "name": "shell", "call_id": f"c{i}", "arguments": '{"command": ["ls"]}'},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": output if i == 1 else "ok"},
+        ):
+            lines.append({"timestamp": "2026-11-29T10:00:01Z", "type": "response_item", "payload": p})
+    return lines
+
+
+@pytest.mark.parametrize(
+    "name, text, line, path, field",
+    [  # json.dumps writes each lone surrogate as a \udXXX escape: what such a file holds
+        ("step", json.dumps(_atif(6, 2, {"message": "half \ud800"})), 1, "$.steps[2]", "message"),
+        ("key", json.dumps(_atif(6, 2, {"extra": {"\udc00": 1}})), 1, "$.steps[2]", "extra.\\udc00"),
+        (
+            "args",
+            json.dumps(
+                _atif(
+                    6, 4, {"tool_calls": [{"tool_call_id": "c4", "function_name": "b", "arguments": {"a": "\ud800"}}]}
+                )
+            ),
+            1,
+            "$.steps[4]",
+            "tool_calls[0].arguments.a",
+        ),
+        ("agent", json.dumps({**_atif(3), "agent": {"name": "a\ud800"}}), 1, None, "agent.name"),
+        ("session", json.dumps({**_atif(3), "session_id": "s\udfff"}), 1, None, "external_id"),
+        ("final", json.dumps({**_atif(3), "extra": {"final_message": "done \ud800"}}), 1, None, "final_message"),
+        (
+            "codex-output",
+            "".join(json.dumps(x) + "\n" for x in _codex_lines(output="o\ud800")),
+            4,
+            None,
+            "observation",
+        ),  # the call's line
+        (
+            "codex-session",
+            "".join(json.dumps(x) + "\n" for x in _codex_lines(session="x\ud800")),
+            1,
+            None,
+            "external_id",
+        ),
+    ],
+)
+def test_a_lone_surrogate_in_a_file_is_an_error_naming_where(store, tmp_path, name, text, line, path, field):
+    """A lone surrogate escape anywhere a trajectory stores text (a step, its keys, the agent, the session
+    id, the final message): an error naming the file, the line, the step's JSON path and the stored field,
+    nothing of that trajectory written, no exception; a clean file beside it still imports."""
+    src = tmp_path / f"{name}.{'jsonl' if name.startswith('codex') else 'json'}"
+    src.write_text(text)
+    report = import_file(store.trajectories, src)
+    errors = [p for p in report.problems if p.severity == "error"]
+    assert len(errors) == 1, report.problems
+    e = errors[0]
+    assert (e.file, e.line, e.path) == (str(src), line, path)
+    assert f"stored field {field}" in e.message and "lone surrogate" in e.message, e.message
+    assert "nothing of it written" in e.message
+    assert report.steps == 0 and store.trajectories.list()[1] == 0
+    report.model_dump_json()  # the report itself is valid text
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_atif(3)))
+    assert import_file(store.trajectories, good).steps == 3

@@ -164,3 +164,40 @@ async def test_over_stdio(tmp_path):
         assert [s["step_id"] for s in page.structured_content["steps"]] == [16, 17, 18, 19, 20]
         listed = await client.call_tool("trajectory_list", {"agent_name": "stdio-agent"})
         assert listed.structured_content["total"] == 1
+
+
+async def test_a_lone_surrogate_in_a_logged_step_is_a_clear_error_naming_where(server, services):
+    """``"\\ud800"`` is a legal Python string and JSON can escape it, but no UTF-8 text holds it: the tool
+    refuses the step, naming its field (not an internal ``UnicodeEncodeError``), for the direct path on
+    the event loop and for a batch, and writes nothing. (A typed text
+    field, a step's message or an agent name, is refused by the SDK's own validation, naming it; the MCP
+    client cannot send one in a key.)"""
+    async with Client(server) as client:
+        sid = (await client.call_tool("trajectory_start", {"agent_name": "a"})).structured_content["trajectory"][
+            "session_id"
+        ]
+        for args, where in [
+            ({"step": {"message": "half \ud800 a pair"}}, "step.message"),  # typed text: the SDK's validation
+            ({"step": {"message": "ok", "extra": {"note": ["x", "\udc00"]}}}, "step 1 is malformed at extra.note[1]"),
+            (
+                {
+                    "steps": [
+                        {"message": "fine"},
+                        {
+                            "tool_calls": [{"tool_call_id": "c", "function_name": "f", "arguments": {"k": "\ud800"}}],
+                        },
+                    ]
+                },
+                "step 2 is malformed at tool_calls[0].arguments.k",
+            ),
+        ]:
+            res = await client.call_tool("trajectory_log_step", {"session_id": sid, **args})
+            assert res.is_error, _text(res)
+            assert where in _text(res), _text(res)
+            assert "lone surrogate" in _text(res) or "unable to parse raw data as a unicode string" in _text(res)
+            assert "UnicodeEncodeError" not in _text(res)
+        bad_start = await client.call_tool("trajectory_start", {"agent_name": "agent \ud800"})
+        assert bad_start.is_error and "agent_name" in _text(bad_start) and "unicode" in _text(bad_start)
+        ok = await client.call_tool("trajectory_log_step", {"session_id": sid, "step": {"message": "fine"}})
+        assert not ok.is_error and ok.structured_content["step_count"] == 1, _text(ok)
+    assert [s.message for s in services.store.trajectories.get(sid).steps] == ["fine"]
