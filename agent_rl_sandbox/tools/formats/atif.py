@@ -36,13 +36,13 @@ in the document's ``extra``; it refuses (:class:`AtifIntegrityError`) a step tha
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_rl_sandbox.schemas.trajectory import ATIF_SCHEMA_VERSION, Trajectory
 from agent_rl_sandbox.tools.formats._content import content_text
+from agent_rl_sandbox.tools.formats._json import loads
 
 RL_STEP_KEYS = ("provenance", "outcome", "exit_code", "state_ref", "reward", "done", "client_step_id")
 """RL fields of a step, carried in the ATIF step's ``extra``."""
@@ -252,7 +252,7 @@ def decode_arguments(raw: Any) -> tuple[dict[str, Any] | None, bool]:
         if not isinstance(value, str):
             break
         try:
-            value = json.loads(value)
+            value = loads(value)  # json.loads, read by orjson where that reads the same
         except (ValueError, RecursionError):
             break
     return None, False

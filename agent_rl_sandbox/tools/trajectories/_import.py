@@ -35,12 +35,12 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
@@ -48,6 +48,7 @@ from agent_rl_sandbox.schemas.trajectory import ImportProblem, ImportReport
 from agent_rl_sandbox.tools._gc import paused_gc
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.formats import content_text
+from agent_rl_sandbox.tools.formats._json import loads
 from agent_rl_sandbox.tools.formats.atif import (
     AGENT_STEP_FIELDS,
     DOCUMENT_FIELDS,
@@ -99,7 +100,7 @@ class _Traj:
     """The session's first and last event times (what ``created_at``/``finished_at`` become)."""
     last_raw: Any = None
     """The last time value seen (consecutive lines and steps repeat it: parsed once)."""
-    sources: list[tuple[int | None, str | None]] = field(default_factory=list)
+    sources: Sequence[tuple[int | None, str | None]] = field(default_factory=list)
     """Per finalised step: the file line and JSON path it came from (what a rejected step's error names)."""
     ready: tuple[list[dict[str, Any]], int] | None = None
     """:meth:`finalise`'s result already built (the ATIF fast reader, :func:`_atif_fast_steps`)."""
@@ -158,9 +159,11 @@ class _Traj:
         if self.ready is not None:
             return self.ready
         out, missing = [], 0
+        sources: list[tuple[int | None, str | None]] = []
+        self.sources = sources
         for i, step in enumerate(self.steps):
             results = step.pop("_results")
-            self.sources.append(step.pop("_src", (None, None)))
+            sources.append(step.pop("_src", (None, None)))
             step.pop("_closed", None)
             ordered = step.pop("_observation", None)
             calls = step.get("tool_calls") or []
@@ -449,7 +452,38 @@ _ADD_ARGS = frozenset({"self", "source", "message", "ts"})
 """:meth:`_Traj.add`'s own parameter names (an ``extra`` key named so is left to the general path)."""
 
 
-def _atif_fast_steps(raws: list, line: int) -> tuple[list[dict], int, list[tuple[str, str]], list, list] | None:
+class _AtifSources(Sequence[tuple[int | None, str | None]]):
+    """Each step's (line, JSON path) for a document the one-pass reader read (step ``i`` is
+    ``$.steps[i]``), made on demand: only a rejected step's error names one."""
+
+    __slots__ = ("_line", "_n")
+
+    def __init__(self, line: int, n: int):
+        self._line, self._n = line, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int | None, str | None]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[int | None, str | None]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return (self._line, f"$.steps[{i % self._n}]")
+
+
+_AGENT_FIELDS = frozenset(AGENT_STEP_FIELDS)
+_NO_ARGS: dict[str, Any] = {}
+"""The default of an absent ``arguments`` (never changed: the store only reads arguments)."""
+
+
+def _atif_fast_steps(
+    raws: list, line: int
+) -> tuple[list[dict], int, list[tuple[str, str]], Sequence[tuple[int | None, str | None]], list] | None:
     """The steps of an ATIF document as :meth:`_Traj.finalise` gives them after :func:`_atif_doc` read them
     with the shared reader, in one pass, for documents whose every step is plain: an object with a valid
     ``source``, a string (or no) ``message``, tool calls that are objects with a string ``tool_call_id``, a
@@ -457,21 +491,22 @@ def _atif_fast_steps(raws: list, line: int) -> tuple[list[dict], int, list[tuple
     document, results that are objects naming one of the step's calls (or none) with string (or no, or
     ``null``) content. ``None`` for any other document, which then takes the general path (its findings,
     warnings and errors are that path's). Returns the steps, the number of calls without a result, the
-    reader's ``step_id`` warnings (JSON path, message), each step's (line, JSON path) and each step's time
-    (for :func:`_track_time`, in order)."""
+    reader's ``step_id`` warnings (JSON path, message), each step's (line, JSON path) and the steps' times
+    (for :func:`_track_time`, in order, a time repeating the one before left out: it skips those)."""
     out: list[dict] = []
-    sources: list[tuple[int | None, str | None]] = []
     times: list[str] = []
+    last_ts = None
     warnings: list[tuple[str, str]] = []
     all_ids: set[str] = set()
     missing = 0
     expected = 1
+    sources_ = _ATIF_SOURCES
     for i, raw in enumerate(raws):
         if raw.__class__ is not dict:
             return None
         get = raw.get
         source = get("source", "agent")
-        if source.__class__ is not str or source not in _ATIF_SOURCES:
+        if source.__class__ is not str or source not in sources_:
             return None
         message = get("message")
         if message is None:
@@ -479,9 +514,12 @@ def _atif_fast_steps(raws: list, line: int) -> tuple[list[dict], int, list[tuple
         elif message.__class__ is not str:
             return None
         x = get("extra")
-        extra = dict(x) if isinstance(x, dict) else {}
-        rl = {k: extra.pop(k) for k in RL_STEP_KEYS if k in extra} if extra else {}
-        if source == "agent":
+        if x:
+            extra = dict(x) if isinstance(x, dict) else {}
+            rl = {k: extra.pop(k) for k in RL_STEP_KEYS if k in extra} if extra else None
+        else:
+            extra, rl = {}, None
+        if source == "agent" and not _AGENT_FIELDS.isdisjoint(raw):
             for k in AGENT_STEP_FIELDS:
                 if get(k) is not None:
                     extra[k] = raw[k]
@@ -496,9 +534,11 @@ def _atif_fast_steps(raws: list, line: int) -> tuple[list[dict], int, list[tuple
         ts = get("timestamp")
         if ts.__class__ is str and ts:
             step["timestamp"] = ts
-            times.append(ts)
+            if ts != last_ts:
+                times.append(ts)
+                last_ts = ts
         metrics = get("metrics")
-        if isinstance(metrics, dict):
+        if metrics.__class__ is dict or isinstance(metrics, dict):
             step["metrics"] = metrics
         if rl:
             for k in ("exit_code", "state_ref"):
@@ -507,76 +547,87 @@ def _atif_fast_steps(raws: list, line: int) -> tuple[list[dict], int, list[tuple
             if rl.get("done") is True:
                 step["done"] = True
         calls = get("tool_calls")
-        ids: dict[str, None] = {}
+        ids: dict[str, None] | None = None
         if calls is not None:
             if calls.__class__ is not list:
                 return None
-            built = []
-            for c in calls:
-                if c.__class__ is not dict:
-                    return None
-                cid, name, args = c.get("tool_call_id"), c.get("function_name"), c.get("arguments", {})
-                if cid.__class__ is not str or name.__class__ is not str or not name or cid in all_ids:
-                    return None
-                if args.__class__ is not dict:
-                    if args is not None and args != "":
+            if calls:
+                ids = {}
+                built = []
+                for c in calls:
+                    if c.__class__ is not dict:
                         return None
-                    args = {}
-                all_ids.add(cid)
-                ids[cid] = None
-                built.append({"tool_call_id": cid, "function_name": name, "arguments": args})
-            if built:
+                    cget = c.get
+                    cid, name, args = cget("tool_call_id"), cget("function_name"), cget("arguments", _NO_ARGS)
+                    if cid.__class__ is not str or name.__class__ is not str or not name or cid in all_ids:
+                        return None
+                    if args.__class__ is not dict:
+                        if args is not None and args != "":
+                            return None
+                        args = {}
+                    elif args is _NO_ARGS:  # absent: a dict of its own
+                        args = {}
+                    all_ids.add(cid)
+                    ids[cid] = None
+                    built.append({"tool_call_id": cid, "function_name": name, "arguments": args})
                 step["tool_calls"] = built
         obs = get("observation")
-        answered: set[str] = set()
+        answered = 0
         loose = False
         ordered = None
-        if isinstance(obs, dict) and isinstance(obs.get("results"), list) and obs["results"]:
-            ordered = []
-            for r in obs["results"]:
-                if r.__class__ is not dict:
-                    return None
-                sid = r.get("source_call_id")
-                if sid is None:
-                    loose = True
-                elif sid.__class__ is not str or sid not in ids:
-                    return None
-                else:
-                    answered.add(sid)
-                content = r.get("content")
-                if content is None:
-                    content = "" if "content" in r else None
-                elif content.__class__ is not str:
-                    return None
-                res: dict[str, Any] = {"source_call_id": sid, "content": content}
-                ref = r.get("subagent_trajectory_ref")
-                if ref and isinstance(ref, list) and all(isinstance(y, dict) for y in ref):
-                    res["subagent_trajectory_ref"] = ref
-                ordered.append(res)
-            step["observation"] = {"results": ordered}
-        outcome = rl.get("outcome") if rl else None
-        if outcome in OUTCOMES and not (ids and len(answered) < len(ids) and not loose):
-            step["outcome"] = outcome
+        if obs.__class__ is dict or isinstance(obs, dict):
+            results = obs.get("results")
+            if results and isinstance(results, list):
+                ordered = []
+                seen: set[str] = set()
+                for r in results:
+                    if r.__class__ is not dict:
+                        return None
+                    rget = r.get
+                    sid = rget("source_call_id")
+                    if sid is None:
+                        loose = True
+                    elif sid.__class__ is not str or ids is None or sid not in ids:
+                        return None
+                    elif sid not in seen:
+                        seen.add(sid)
+                        answered += 1
+                    content = rget("content")
+                    if content is None:
+                        content = "" if "content" in r else None
+                    elif content.__class__ is not str:
+                        return None
+                    ref = rget("subagent_trajectory_ref")
+                    if ref and isinstance(ref, list) and all(isinstance(y, dict) for y in ref):
+                        ordered.append({"source_call_id": sid, "content": content, "subagent_trajectory_ref": ref})
+                    else:
+                        ordered.append({"source_call_id": sid, "content": content})
+                step["observation"] = {"results": ordered}
+        if rl:
+            outcome = rl.get("outcome")
+            if outcome in OUTCOMES and not (ids and answered < len(ids) and not loose):
+                step["outcome"] = outcome
         if ids:
-            lost = [] if loose and ordered is not None else [c for c in ids if c not in answered]
-            if lost:
+            if answered < len(ids) and not (loose and ordered is not None):
+                done_ = seen if ordered is not None else ()
+                lost = [c for c in ids if c not in done_]
                 missing += len(lost)
                 extra["missing_result"] = True
                 extra["unanswered_call_ids"] = lost
-            step.setdefault("outcome", "error" if lost else "ok")
+                step.setdefault("outcome", "error")
+            else:
+                step.setdefault("outcome", "ok")
         step["provenance"] = "agent"
         step["client_step_id"] = f"imp:{i + 1}"
-        p = f"$.steps[{i}]"
-        sources.append((line, p))
         step_id = get("step_id")
         if step_id != expected:
             warnings.append(
-                (f"{p}.step_id", f"step_id {step_id!r} where {expected} was expected; steps are renumbered")
+                (f"$.steps[{i}].step_id", f"step_id {step_id!r} where {expected} was expected; steps are renumbered")
             )
             expected = step_id if isinstance(step_id, int) and not isinstance(step_id, bool) else expected
         expected += 1
         out.append(step)
-    return out, missing, warnings, sources, times
+    return out, missing, warnings, _AtifSources(line, len(out)), times
 
 
 def _atif_args(call: AtifCall, ctx: _Ctx, line: int, where: str) -> dict:
@@ -895,8 +946,8 @@ def _codex_output(raw: Any) -> tuple[str, bool, int | None]:
         )
     text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = loads(text)  # json.loads, read by orjson where that reads the same
+    except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict) and "output" in parsed:
         raw_meta = parsed.get("metadata")
