@@ -831,12 +831,14 @@ class TrajectoryRepository:
         ISO 8601."""
         prepared, counts = self._prepare_bulk(steps_in, redact=redact)
         _refuse_surrogates("the trajectory", {"final_message": final_message, "finished_at": finished_at})
-        seen: set[str] = set()
-        for i, (cid, *_rest) in enumerate(prepared):
-            if cid is not None:
-                if cid in seen:
-                    raise StepRejected(i, "client_step_id", f"{cid!r} repeats an earlier step of the batch")
-                seen.add(cid)
+        cids = [p[0] for p in prepared if p[0] is not None]
+        if len(set(cids)) != len(cids):  # name the first repeat
+            seen: set[str] = set()
+            for i, (cid, *_rest) in enumerate(prepared):
+                if cid is not None:
+                    if cid in seen:
+                        raise StepRejected(i, "client_step_id", f"{cid!r} repeats an earlier step of the batch")
+                    seen.add(cid)
         agent_info = agent if isinstance(agent, AgentInfo) else AgentInfo(**(agent or {}))
         if meta and redact:  # as start() and finish() do (their counts are not reported either)
             meta, _ = self.redactor.value(meta)

@@ -129,7 +129,9 @@ class _Traj:
 
     def call(self, step: dict, call_id: str, name: str, args: dict) -> str | None:
         """Add a tool call; returns a problem text for a conflicting duplicate id."""
-        calls = step.setdefault("tool_calls", [])
+        calls = step.get("tool_calls")
+        if calls is None:
+            calls = step["tool_calls"] = []
         for c in calls:
             if c["tool_call_id"] == call_id:
                 if c["arguments"] == args and c["function_name"] == name:
@@ -180,30 +182,58 @@ class _Traj:
                 if calls:
                     step.setdefault("outcome", "error" if lost else "ok")
             elif calls and "observation" not in step:
-                answered = [c for c in calls if c["tool_call_id"] in results]
-                lost = [c["tool_call_id"] for c in calls if c["tool_call_id"] not in results]
-                if answered:
-                    step["observation"] = {
-                        "results": [
-                            {"source_call_id": c["tool_call_id"], "content": results[c["tool_call_id"]][0]}
-                            for c in answered
-                        ]
-                    }
-                errors = any(results[c["tool_call_id"]][1] for c in answered)
-                codes = [results[c["tool_call_id"]][2] for c in answered if results[c["tool_call_id"]][2] is not None]
-                if len(codes) == 1 and len(calls) == 1:
-                    step["exit_code"] = codes[0]
-                if any(c != 0 for c in codes):
-                    errors = True
-                if lost:
-                    missing += len(lost)
-                    step["extra"]["missing_result"] = True
-                    step["extra"]["unanswered_call_ids"] = lost
-                step.setdefault("outcome", "error" if (lost or errors) else "ok")
+                missing += (
+                    _paired_one(step, calls[0]["tool_call_id"], results)
+                    if len(calls) == 1
+                    else _paired(step, calls, results)
+                )
             step["provenance"] = "agent"
             step["client_step_id"] = f"imp:{i + 1}"
             out.append(step)
         return out, missing
+
+
+def _paired(step: dict, calls: list[dict], results: dict[str, tuple[str, bool, int | None]]) -> int:
+    """Close a step of a line format whose calls got their results (``results``: call id -> content, error
+    flag, exit code) on later lines: its observation in call order, its exit code (one call with one),
+    its outcome (``error`` when a result is an error, an exit code is not 0 or a call has no result) and
+    the calls without a result (marked in ``extra``); returns how many those are."""
+    answered = [c for c in calls if c["tool_call_id"] in results]
+    lost = [c["tool_call_id"] for c in calls if c["tool_call_id"] not in results]
+    if answered:
+        step["observation"] = {
+            "results": [
+                {"source_call_id": c["tool_call_id"], "content": results[c["tool_call_id"]][0]} for c in answered
+            ]
+        }
+    errors = any(results[c["tool_call_id"]][1] for c in answered)
+    codes = [results[c["tool_call_id"]][2] for c in answered if results[c["tool_call_id"]][2] is not None]
+    if len(codes) == 1 and len(calls) == 1:
+        step["exit_code"] = codes[0]
+    if any(c != 0 for c in codes):
+        errors = True
+    if lost:
+        step["extra"]["missing_result"] = True
+        step["extra"]["unanswered_call_ids"] = lost
+    step.setdefault("outcome", "error" if (lost or errors) else "ok")
+    return len(lost)
+
+
+def _paired_one(step: dict, cid: str, results: dict[str, tuple[str, bool, int | None]]) -> int:
+    """:func:`_paired` for a step of one call (``cid``), the common step, with less work (the same result:
+    tests/tools/trajectories/test_trajectories_import_bulk.py)."""
+    res = results.get(cid)
+    if res is None:
+        step["extra"]["missing_result"] = True
+        step["extra"]["unanswered_call_ids"] = [cid]
+        step.setdefault("outcome", "error")
+        return 1
+    content, error, code = res
+    step["observation"] = {"results": [{"source_call_id": cid, "content": content}]}
+    if code is not None:
+        step["exit_code"] = code
+    step.setdefault("outcome", "error" if error or (code is not None and code != 0) else "ok")
+    return 0
 
 
 def _parse_time(ts: Any) -> datetime | None:
@@ -964,7 +994,6 @@ def _codex_records(data: bytes, ctx: _Ctx) -> list[tuple[int, str | None, dict, 
     and bare meta line are given their modern type."""
     out = []
     for n, obj in _lines(data, ctx):
-        _AT_LINE.set(n)
         if not isinstance(obj, dict):
             ctx.problem(n, f"line is a JSON {type(obj).__name__}, not an object; skipped")
             continue
@@ -1100,7 +1129,7 @@ def _codex_event_result(et: str, p: dict) -> tuple[str, bool, int | None]:
 def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
     t = _Traj(key="session", line=1, agent={"name": "codex"})
     records = _codex_records(data, ctx)
-    twins = _codex_twins(records)
+    twins = None  # built at the first event that needs them (a rollout may have none)
     for n, typ, payload, ts in records:
         _AT_LINE.set(n)
         _track_time(t, ts)
@@ -1124,6 +1153,8 @@ def _parse_codex(data: bytes, ctx: _Ctx) -> list[_Traj]:
             ctx.skipped["turn_context"] += 1
             continue
         if typ == "event_msg" and payload.get("type") in _CODEX_EVENT_TURNS:
+            if twins is None:
+                twins = _codex_twins(records)
             _codex_event(t, payload, n, ts, ctx, twins)
             continue
         if typ in ("event_msg", "compacted"):

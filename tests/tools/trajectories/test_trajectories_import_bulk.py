@@ -439,3 +439,30 @@ def test_a_lone_surrogate_in_a_file_is_an_error_naming_where(store, tmp_path, na
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_atif(3)))
     assert import_file(store.trajectories, good).steps == 3
+
+
+@pytest.mark.parametrize(
+    "result, preset",
+    [
+        (None, {}),
+        (("ok", False, None), {}),
+        (("ok", False, 0), {}),
+        (("failed", False, 2), {}),
+        (("failed", True, None), {}),
+        (("failed", True, 0), {}),
+        (("", False, -1), {}),
+        (("ok", False, 0), {"outcome": "cancelled"}),  # an outcome the file set is kept
+        (None, {"outcome": "limit"}),
+    ],
+)
+def test_closing_a_step_of_one_call_is_the_general_rule(result, preset):
+    """``_paired_one`` (the common step of a line format: one call) closes it as ``_paired`` does."""
+    import copy
+
+    def step():
+        return {"source": "agent", "message": "", "extra": {"k": 1}, "tool_calls": [{"tool_call_id": "c"}], **preset}
+
+    results = {"c": result} if result is not None else {"other": ("x", False, None)}
+    a, b = step(), step()
+    assert importer._paired_one(a, "c", copy.deepcopy(results)) == importer._paired(b, b["tool_calls"], results)
+    assert a == b and list(a) == list(b)
