@@ -473,7 +473,13 @@ class Redactor:
         else:
             picked = set(self._unprobed)
             for ch, upper, indices in self._probes[offers]:
-                if ch in text or (upper != ch and (upper in text or lower is None)):
+                if upper == ch:  # case-sensitive
+                    probed = ch in text
+                elif lower is not None:  # case-insensitive, ASCII text: ch or its upper case, in one search
+                    probed = ch in lower
+                else:
+                    probed = True  # the literal may hide behind a non-ASCII case fold: keep its screens
+                if probed:
                     picked.update(indices)
         out: list[int] = []
         seen: dict[Any, bool] = {}  # literal or run -> present (screens share many)

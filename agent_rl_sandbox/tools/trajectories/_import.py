@@ -31,6 +31,7 @@ imported steps get the same redaction, numbering and integrity checks as logged 
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -1333,8 +1334,9 @@ def _long_digits(data: bytes) -> bool:
     return b"0" * 19 in data.translate(_DIGITS_TO_ZERO)
 
 
-def _orjson_document(data: bytes, text: str) -> Any:
-    """``json.loads(text)``, read by orjson (about 2x faster), or ``None`` where orjson's reading could
+def _orjson_document(data: bytes, text: str | None = None) -> Any:
+    """``json.loads(text)`` (``text`` defaults to ``data`` decoded: then orjson reads the bytes, and
+    refuses a BOM), read by orjson (about 2x faster), or ``None`` where orjson's reading could
     differ from the json module's: text holding 19 digits in a row (orjson reads integers beyond 64 bits
     as floats), text orjson refuses (NaN and Infinity, lone surrogate escapes, more than one value, bad
     JSON: the json module's reading and errors then) and values nested deeper than orjson writes (254
@@ -1343,7 +1345,7 @@ def _orjson_document(data: bytes, text: str) -> Any:
     if _long_digits(data):
         return None
     try:
-        doc = orjson.loads(text)
+        doc = orjson.loads(data if text is None else text)
         orjson.dumps(doc)  # raises beyond 254 levels: then the json module's reading (its own depth limit)
     except (ValueError, TypeError):  # orjson.JSONDecodeError is a ValueError; too deep to write, a TypeError
         return None
@@ -1357,6 +1359,9 @@ def _whole_document(data: bytes) -> _Whole:
     :class:`_Whole`; so does text that does not start with ``{`` or ``[``. A file whose first line is not
     JSON and whose parse fails beyond that line (or that has one line) is one broken document: its error
     names line and column once, instead of one error per line."""
+    doc = _orjson_document(data)  # the common case, without decoding the text first
+    if doc is not None:
+        return _Whole(doc=doc) if doc.__class__ in (dict, list) else _Whole()  # a scalar: not a document
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -1364,7 +1369,7 @@ def _whole_document(data: bytes) -> _Whole:
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
         return _Whole()
-    doc = _orjson_document(data, text)
+    doc = _orjson_document(data, text) if data.startswith(codecs.BOM_UTF8) else None  # else as the bytes read
     if doc is not None:
         return _Whole(doc=doc)
     try:

@@ -326,6 +326,11 @@ def test_the_one_pass_atif_reader_stores_what_the_general_reader_stored(tmp_path
         "[" * 995 + "]" * 995,
         "[" * 1010 + "]" * 1010,
         '{"deep": ' + '{"k": ' * 260 + "1" + "}" * 260 + "}",
+        '"[a scalar document]"',
+        " 42 ",
+        "\ufeff" + '[{"bom": "and a list"}]',
+        " \x0c{}",  # a form feed: whitespace to str.strip, not to JSON
+        "\ufeff\ufeff{}",
     ],
 )
 def test_the_whole_document_reads_as_the_json_module_reads_it(text, monkeypatch):
@@ -333,7 +338,7 @@ def test_the_whole_document_reads_as_the_json_module_reads_it(text, monkeypatch)
     types included: ints, floats, -0.0, duplicate keys) and by the json module everywhere else."""
     data = text.encode("utf-8", "surrogatepass")
     fast = importer._whole_document(data)
-    monkeypatch.setattr(importer, "_orjson_document", lambda data, text: None)
+    monkeypatch.setattr(importer, "_orjson_document", lambda data, text=None: None)
     general = importer._whole_document(data)
     assert (repr(fast.doc), fast.error, fast.line) == (repr(general.doc), general.error, general.line)
 
@@ -342,6 +347,8 @@ def test_orjson_reads_ordinary_documents():
     doc = _varied_atif("whole")
     text = json.dumps(doc)
     assert importer._orjson_document(text.encode(), text) == doc
+    assert importer._orjson_document(text.encode()) == doc  # the bytes, read without decoding first
+    assert importer._orjson_document(("\ufeff" + text).encode()) is None  # orjson refuses a BOM in bytes
     for declined in ('{"n": 12345678901234567890}', '{"x": NaN}', '{"s": "\\ud800"}', "[" * 300 + "]" * 300):
         assert importer._orjson_document(declined.encode(), declined) is None
 
