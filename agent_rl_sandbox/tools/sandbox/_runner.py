@@ -37,6 +37,7 @@ import hashlib
 import os
 import re
 import resource
+import secrets
 import selectors
 import shutil
 import signal
@@ -202,17 +203,108 @@ class CommandResult:
     """The caller cancelled the command (``cancel`` was set) and it was killed."""
 
 
+class UidLedger:
+    """Which sandbox uids may still have processes, shared by the server processes of one home.
+
+    Every run of a uid (:func:`run_command` with a ``live`` that has a ledger) holds a marker file
+    ``<folder>/<uid>/<token>`` from before its process starts until its end-of-run kill found no
+    process of the uid left, and the marker is ``flock``-ed for as long as the run is in flight. The
+    marker is made locked (opened under a temporary name in ``folder``, locked, then renamed into
+    the uid's folder), so nobody ever sees an unlocked marker of a run in flight. A run whose end
+    kill left processes (:func:`kill_uid` ran out of attempts) or whose server died mid-run leaves
+    its marker behind, unlocked: the uid stays "maybe live" until a full kill
+    (:meth:`LiveProcesses.kill_uid`) finds none and drops it. No marker for a uid therefore means:
+    no run of it is in flight in any server process sharing the home, and every one that ran ended
+    with no process of the uid alive; nothing else starts processes as a sandbox uid, so none can
+    exist. ``folder`` must be the server's own (under its home, not reachable by sandbox uids).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def begin(self, uid: int) -> tuple[int, Path]:
+        """Mark a run of ``uid`` as in flight; returns ``(the marker's locked descriptor, its path)``
+        for :meth:`end`. Raises ``OSError`` when the marker cannot be made (the run must not start)."""
+        token = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.folder / f".{token}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            mine = self.folder / str(uid)
+            mine.mkdir(mode=0o700, exist_ok=True)
+            path = mine / token
+            os.rename(tmp, path)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        return fd, path
+
+    @staticmethod
+    def end(marker: tuple[int, Path], clean: bool) -> None:
+        """The run of ``marker`` is over: drop its marker when ``clean`` (no process of the uid was
+        left), else leave it behind unlocked (the uid stays "maybe live")."""
+        fd, path = marker
+        try:
+            if clean:
+                path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+    def maybe_live(self, uid: int) -> bool:
+        """Whether a process of ``uid`` may exist: any marker of it (a run in flight or one that
+        left processes behind). A folder that cannot be read answers ``True`` (fail closed)."""
+        try:
+            with os.scandir(self.folder / str(uid)) as it:
+                return next(it, None) is not None
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+
+    def claim_stale(self, uid: int) -> list[tuple[int, Path]]:
+        """Lock the markers of ``uid`` no run holds now (runs that ended with processes left, or
+        whose server died): their processes, if any, were all started before this call. The caller
+        drops them with :meth:`end` (``clean=True``) once a kill found no process of the uid."""
+        held: list[tuple[int, Path]] = []
+        try:
+            names = os.listdir(self.folder / str(uid))
+        except OSError:
+            return held
+        for name in names:
+            path = self.folder / str(uid) / name
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # a run in flight holds it
+                os.close(fd)
+                continue
+            held.append((fd, path))
+        return held
+
+
 class LiveProcesses:
     """Commands running now: ``pid -> uid`` (uid ``None`` when not switched). Thread-safe.
 
     :meth:`kill_all` kills each command's process group and every process of its uid; the sandbox
     service calls it from ``close()`` (which the entry points call on exit and on SIGTERM), so a stopping server leaves
-    no stray processes.
+    no stray processes. With a ``ledger`` (:class:`UidLedger`), every run of a uid through
+    :func:`run_command` is marked in it, and :meth:`kill_uid` skips the ``/proc`` scan for a uid
+    that cannot have processes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: UidLedger | None = None) -> None:
         self._lock = threading.Lock()
         self._live: dict[int, int | None] = {}
+        self.ledger = ledger
+        self._scanned: set[int] = set()
+        """Uids a full kill of this process found with no process left (the ledger is trusted for
+        them from then on: a home written by code before the ledger has no markers)."""
 
     def add(self, pid: int, uid: int | None) -> None:
         with self._lock:
@@ -234,6 +326,29 @@ class LiveProcesses:
             if uid is not None:
                 kill_uid(uid)
         return len(live)
+
+    def kill_uid(self, uid: int) -> bool:
+        """SIGKILL every process of ``uid`` (:func:`kill_uid`); returns whether none is left.
+
+        Without the ``/proc`` scan (which costs 0.5 ms at load 5 and 4.5 ms at load 15 on 2 shared
+        cores) when the ledger has no marker of ``uid`` and this process has once found ``uid`` with
+        no process: then no run of it is in flight anywhere in the home and none left a process
+        behind (see :class:`UidLedger`). Otherwise the markers no run holds are locked first, the
+        uid killed, and those markers dropped when none is left."""
+        if self.ledger is None:
+            return kill_uid(uid)
+        if uid in self._scanned and not self.ledger.maybe_live(uid):
+            return True
+        stale = self.ledger.claim_stale(uid)
+        ok = False
+        try:
+            ok = kill_uid(uid)
+        finally:
+            for marker in stale:
+                UidLedger.end(marker, clean=ok)
+        if ok:
+            self._scanned.add(uid)
+        return ok
 
 
 SHIM_DIR = "/run/ars/bin"
@@ -542,7 +657,9 @@ def run_command(
 
     ``mounts`` (bubblewrap only) default to binding ``cwd`` read-write. ``uid`` (root only): run as
     that unprivileged uid and gid; afterwards every process left with that uid is killed, so
-    nothing a command starts outlives it. ``live`` tracks the command while it runs. The parent's
+    nothing a command starts outlives it. ``live`` tracks the command while it runs (and, with a
+    ledger, marks the uid in it from before the command starts until none of its processes is
+    left: :class:`UidLedger`). The parent's
     environment is never inherited: the command sees a fixed PATH, HOME=``cwd``, the task's fake
     ``credentials`` and ``extra_env``. ``on_start(pid, stdout_fd)`` is called once the command
     started (``stdout_fd``: the pipe the caller reads its output from). ``watch`` is called about
@@ -577,6 +694,14 @@ def run_command(
     bufs = {1: bytearray(), 2: bytearray()}
     totals = {1: 0, 2: 0}
     switch_here = uid is not None and isolation.kind != "bwrap"
+    ledger = live.ledger if live is not None and uid is not None else None
+    try:
+        marker = ledger.begin(uid) if ledger is not None and uid is not None else None
+    except BaseException:
+        for fd in (seccomp_fd, times_w, times_r):
+            if fd is not None:
+                os.close(fd)
+        raise
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -597,6 +722,8 @@ def run_command(
     except BaseException:
         if times_r is not None:
             os.close(times_r)
+        if marker is not None:  # a child that failed to exec is gone; anything of the uid still is checked
+            UidLedger.end(marker, clean=uid is None or not pids_of_uid(uid) or kill_uid(uid))
         raise
     finally:
         for fd in (seccomp_fd, times_w):
@@ -674,19 +801,25 @@ def run_command(
                 break
             time.sleep(0.005)
     finally:
-        if status is None:
-            kill_group(proc.pid)
-            if uid is not None:
-                kill_uid(uid)
-            _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if uid is not None and pids_of_uid(uid):
-            kill_uid(uid)  # background processes the command left behind (non-bwrap isolation)
-        if live is not None:
-            live.discard(proc.pid)
-        sel.close()
-        proc.stdout.close()
-        proc.stderr.close()
+        clean = False
+        try:
+            if status is None:
+                kill_group(proc.pid)
+                if uid is not None:
+                    kill_uid(uid)
+                _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            # background processes the command left behind (non-bwrap isolation; under bubblewrap its
+            # PID namespace's end killed them, but their exit may still be under way)
+            clean = uid is None or not pids_of_uid(uid) or kill_uid(uid)
+        finally:
+            if marker is not None:
+                UidLedger.end(marker, clean)
+            if live is not None:
+                live.discard(proc.pid)
+            sel.close()
+            proc.stdout.close()
+            proc.stderr.close()
     duration = time.monotonic() - t0
     killed_here = cancelled or limit_hit is not None
     cpu_s: float | None = None

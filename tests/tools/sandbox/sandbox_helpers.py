@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -101,3 +103,54 @@ def peak_processes(uid: int):
     finally:
         stop.set()
         watcher.join()
+
+
+CRASHED_SERVER = textwrap.dedent(
+    """
+    import os, sys, threading, time
+    from pathlib import Path
+    from agent_rl_sandbox.schemas.task import Limits
+    from agent_rl_sandbox.tools.sandbox._runner import (
+        Isolation, LiveProcesses, UidLedger, describe_isolation, pids_of_uid, run_command,
+    )
+    folder, uid, cwd = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    live = LiveProcesses(UidLedger(folder))
+    iso = Isolation("none", describe_isolation("none", True), switch_user=True)
+    threading.Thread(
+        target=run_command,
+        args=(sys.argv[4],),
+        kwargs=dict(cwd=cwd, limits=Limits(wall_seconds=300), isolation=iso, uid=uid, live=live),
+        daemon=True,
+    ).start()
+    for _ in range(500):
+        if len(pids_of_uid(uid)) >= 3:
+            break
+        time.sleep(0.01)
+    print(len(pids_of_uid(uid)), flush=True)
+    os._exit(0)  # a crash: no finally, no end-of-run kill
+    """
+)
+"""A server process that starts a command of ``uid`` (plain-subprocess isolation, as the uid)
+through a ledger in ``folder`` and dies while it runs."""
+
+BACKGROUND = "( setsid bash -c 'sleep 300 & sleep 301' & ); sleep 302"
+"""A command that leaves a double-forked, ``setsid``-ed background process (two sleeps) behind."""
+
+
+def crash_a_server_mid_run(folder: Path, uid: int, cwd: Path) -> None:
+    """Run :data:`CRASHED_SERVER` with :data:`BACKGROUND` for ``uid`` in ``cwd`` (owned by the
+    uid): afterwards the double-forked, ``setsid``-ed processes survive (the direct child died with
+    its parent) and the ledger holds the dead run's marker, unlocked."""
+    out = subprocess.run(
+        [sys.executable, "-c", CRASHED_SERVER, str(folder), str(uid), str(cwd), BACKGROUND],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert out.returncode == 0 and int(out.stdout) >= 3, out.stdout + out.stderr
+    for _ in range(300):  # the direct child gets its parent-death signal
+        if len(pids_of_uid(uid)) < int(out.stdout):
+            break
+        time.sleep(0.01)
+    assert len(pids_of_uid(uid)) >= 2, "the setsid-ed sleeps survive the crash"

@@ -13,7 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import HAS_BWRAP, IN_CI, IS_ROOT, peak_processes, requires_root
+from sandbox_helpers import (
+    BACKGROUND,
+    HAS_BWRAP,
+    IN_CI,
+    IS_ROOT,
+    crash_a_server_mid_run,
+    peak_processes,
+    requires_root,
+)
 
 from agent_rl_sandbox.schemas.task import Limits
 from agent_rl_sandbox.tools.sandbox import detect_isolation, run_command
@@ -21,6 +29,7 @@ from agent_rl_sandbox.tools.sandbox._runner import (
     CUT_MARKER,
     Isolation,
     LiveProcesses,
+    UidLedger,
     describe_isolation,
     kill_uid,
     pids_of_uid,
@@ -183,6 +192,70 @@ def test_live_processes_kill_all(env):
     assert out["res"].exit_code != 0
     assert pids_of_uid(uid) == []
     assert live.snapshot() == {}
+
+
+@requires_root
+def test_the_ledger_marks_a_run_until_none_of_its_processes_is_left(env, tmp_path):
+    """A run of a uid is in the ledger from before its process starts until its end-of-run kill
+    found nothing of the uid: while it runs, :meth:`LiveProcesses.kill_uid` scans and kills
+    everything (a double-forked, ``setsid``-ed background process included); after a clean end
+    there is no marker (a reset then skips the scan) and no process of the uid, even one the
+    command double-forked and ``setsid``-ed before it returned."""
+    iso, cwd, uid = env
+    ledger = UidLedger(tmp_path / "procs")
+    live = LiveProcesses(ledger)
+    assert live.kill_uid(uid) and not ledger.maybe_live(uid)
+    out = {}
+    th = threading.Thread(
+        target=lambda: out.update(
+            res=run_command(BACKGROUND, cwd=cwd, isolation=iso, uid=uid, limits=Limits(wall_seconds=60), live=live)
+        )
+    )
+    th.start()
+    for _ in range(500):
+        if len(pids_of_uid(uid)) >= 3:
+            break
+        time.sleep(0.01)
+    assert len(pids_of_uid(uid)) >= 3
+    assert ledger.maybe_live(uid)  # in flight
+    assert live.kill_uid(uid)
+    assert pids_of_uid(uid) == []
+    th.join(timeout=20)
+    assert not th.is_alive() and out["res"].exit_code != 0
+    assert not ledger.maybe_live(uid)  # it ended with nothing of the uid left
+    res = run_command(
+        "( setsid bash -c 'sleep 300 & sleep 301' & ); echo started",
+        cwd=cwd,
+        isolation=iso,
+        uid=uid,
+        limits=Limits(wall_seconds=60),
+        live=live,
+    )
+    assert res.stdout == "started\n", res.stderr
+    assert pids_of_uid(uid) == [] and not ledger.maybe_live(uid)
+    assert live.kill_uid(uid) and list((tmp_path / "procs").iterdir()) == [tmp_path / "procs" / str(uid)]
+
+
+@requires_root
+def test_a_dead_servers_run_keeps_its_uid_marked_until_a_full_kill(open_home, tmp_path):
+    """A server process of the home that dies mid-run leaves the command's double-forked,
+    ``setsid``-ed processes (plain-subprocess isolation: only the direct child dies with it) and
+    the run's marker, unlocked: a process that already found the uid empty once must scan again,
+    kills them, and drops the marker."""
+    uid = sandbox_uid(f"test-{time.time_ns()}")
+    cwd = open_home / "work"
+    cwd.mkdir()
+    os.chown(cwd, uid, uid)
+    ledger = UidLedger(tmp_path / "procs")
+    live = LiveProcesses(ledger)
+    assert live.kill_uid(uid) and not ledger.maybe_live(uid)  # the ledger is trusted for it from now on
+    try:
+        crash_a_server_mid_run(ledger.folder, uid, cwd)
+        assert ledger.maybe_live(uid)
+        assert live.kill_uid(uid)
+        assert pids_of_uid(uid) == [] and not ledger.maybe_live(uid)
+    finally:
+        kill_uid(uid)
 
 
 @requires_root

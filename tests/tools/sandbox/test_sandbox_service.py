@@ -15,7 +15,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import HAS_BWRAP, IS_ROOT, requires_bwrap, requires_root, reset, run, steps, write_task
+from sandbox_helpers import (
+    HAS_BWRAP,
+    IS_ROOT,
+    crash_a_server_mid_run,
+    requires_bwrap,
+    requires_root,
+    reset,
+    run,
+    steps,
+    write_task,
+)
 
 from agent_rl_sandbox.schemas.tools import (
     SandboxFinishInput,
@@ -28,7 +38,7 @@ from agent_rl_sandbox.services import Services
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
-from agent_rl_sandbox.tools.sandbox._runner import pids_of_uid
+from agent_rl_sandbox.tools.sandbox._runner import kill_uid, pids_of_uid
 
 MESS = (
     "echo changed >> shopcart/pricing.py && rm shopcart/cart.py && mkdir -p new/deep && echo x > new/deep/f.txt "
@@ -163,6 +173,40 @@ def test_reset_reaps_opportunistically(tmp_path):
         assert services.store.sandboxes.get(sid).status == "expired"
     finally:
         services.sandbox.close()
+        services.close()
+
+
+@requires_root
+def test_reset_kills_what_a_dead_server_process_of_the_home_left_running(open_home):
+    """``sandbox_reset`` kills every process of the sandbox's uid before the new episode starts,
+    without a ``/proc`` scan only where none can exist: a command that double-forked and
+    ``setsid``-ed a background process had it killed at its own end (no marker left); a run by
+    another server process of the same home that died mid-run leaves its marker and survivors,
+    and the next reset scans, kills them, and drops the marker."""
+    services = Services.build(Settings(home=open_home / "home"))
+    sb = services.sandbox
+    uid = None
+    try:
+        sid = reset(services).sandbox_id
+        uid = sb.sandbox_uid(sid)
+        assert uid is not None
+        ledger = sb.live.ledger
+        assert ledger is not None and ledger.folder == services.settings.home / "procs"
+        assert run(services, sid, "( setsid bash -c 'sleep 300 & sleep 301' & ); echo started").stdout == "started\n"
+        assert pids_of_uid(uid) == [] and not ledger.maybe_live(uid)
+        sb.reset(SandboxResetInput(sandbox_id=sid, agent_name="t"))  # this process's first: a full scan
+        elsewhere = open_home / "elsewhere"
+        elsewhere.mkdir()
+        os.chown(elsewhere, uid, uid)
+        crash_a_server_mid_run(ledger.folder, uid, elsewhere)
+        assert ledger.maybe_live(uid)
+        out = sb.reset(SandboxResetInput(sandbox_id=sid, agent_name="t"))
+        assert pids_of_uid(uid) == [] and not ledger.maybe_live(uid)
+        assert services.store.sandboxes.get(sid).session_id == out.session_id
+    finally:
+        if uid is not None:
+            kill_uid(uid)
+        sb.close()
         services.close()
 
 
