@@ -40,6 +40,8 @@ import struct
 from collections.abc import Generator
 from pathlib import Path
 
+from agent_rl_sandbox.tools.sandbox._fdwalk import open_folder, walk_fd
+
 IN_ACCESS = 0x00000001
 IN_OPEN = 0x00000020
 IN_Q_OVERFLOW = 0x00004000
@@ -89,18 +91,7 @@ def is_secret_name(name: str) -> bool:
     return SECRET_NAME.fullmatch(name) is not None
 
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PROC_FD = "/proc/self/fd"
-
-
-class _Dir:
-    """An open folder descriptor, closed once the last of its subfolders still to walk is opened."""
-
-    __slots__ = ("fd", "pending")
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.pending = 0
 
 
 def _walk(
@@ -108,73 +99,23 @@ def _walk(
 ) -> Generator[tuple[str, tuple[int, int], int, str], None, None]:
     """``(relative path, (st_dev, inode), folder descriptor, name)`` of every regular file under
     ``repo`` (symlinks not followed; the inode from the directory entry, so no ``stat`` per file:
-    ~20 ms per 2,000 files). Each folder is opened relative to its parent's descriptor (``openat``,
-    as the quota's :func:`._usage.scan_tree`), so no path length hides a file: a chain deeper than
+    ~20 ms per 2,000 files). The walk is the quota's (:func:`._fdwalk.walk_fd`: each folder opened
+    relative to its parent's descriptor), so no path length hides a file: a chain deeper than
     ``PATH_MAX`` is walked like any other. The descriptor is valid until the next item is asked for
     (name a file by it: ``/proc/self/fd/<fd>/<name>``). Entries vanishing mid-walk are skipped; any
     other failure to open or list a folder, or to type an entry, is appended to ``problems`` (what
-    it was, a sentence) and the entry is passed over: the caller decides whether that is fatal."""
-    top = os.open(repo, _DIR_FLAGS)
-    dev = os.fstat(top).st_dev
-    held: set[_Dir] = set()
-    stack: list[tuple[_Dir | None, str, str]] = [(None, "", "")]  # (parent, name, relative path)
-
-    def note(rel: str, what: str, e: OSError) -> None:
-        if problems is not None:
-            problems.append(f"{rel[:120] or '.'}: cannot {what} ({e.strerror})")
-
-    def drop(d: _Dir) -> None:
-        held.discard(d)
-        os.close(d.fd)
-
+    it was, a sentence) and the entry is passed over: the caller decides whether that is fatal.
+    Raises ``OSError`` (at the first item) when ``repo`` itself cannot be opened."""
+    top = open_folder(repo)
     try:
-        while stack:
-            parent, name, rel_dir = stack.pop()
-            if parent is None:
-                fd = top
-            else:
-                try:
-                    fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
-                except FileNotFoundError:
-                    fd = -1
-                except OSError as e:
-                    fd = -1
-                    note(rel_dir, "open", e)
-                parent.pending -= 1
-                if parent.pending <= 0:
-                    drop(parent)
-                if fd < 0:
-                    continue
-            here = _Dir(fd)
-            held.add(here)
-            try:
-                with os.scandir(fd) as it:
-                    entries = list(it)
-            except FileNotFoundError:
-                entries = []
-            except OSError as e:
-                entries = []
-                note(rel_dir, "list", e)
-            subdirs: list[tuple[str, str]] = []
-            for entry in entries:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        subdirs.append((entry.name, rel))
-                    elif entry.is_file(follow_symlinks=False):
-                        yield rel, (dev, entry.inode()), fd, entry.name
-                except FileNotFoundError:
-                    continue
-                except OSError as err:
-                    note(rel, "stat", err)
-            here.pending = len(subdirs)
-            if subdirs:
-                stack.extend((here, n, r) for n, r in subdirs)
-            else:
-                drop(here)
-    finally:
-        for d in list(held):
-            drop(d)
+        dev = os.fstat(top).st_dev
+    except BaseException:
+        os.close(top)
+        raise
+    with contextlib.closing(walk_fd(top, problems.append if problems is not None else None)) as walk:
+        for rel, entry, fd in walk:
+            if entry.is_file(follow_symlinks=False):
+                yield rel, (dev, entry.inode()), fd, entry.name
 
 
 def note_secrets(repo: Path, root: Path, known: list[str] | tuple[str, ...] | None = None) -> list[str]:

@@ -12,8 +12,8 @@ its logs (kept command output). :class:`Budget` measures it
   when it is within the limits is it snapshotted and the total (with the git store and logs)
   counted.
 
-The walk (:func:`scan_tree`) opens each folder relative to its parent's descriptor, so a folder
-chain deeper than ``PATH_MAX`` hides nothing from the count; an entry the server cannot account
+The walk (:func:`scan_tree`, by :func:`._fdwalk.walk_fd`) opens each folder relative to its
+parent's descriptor, so a folder chain deeper than ``PATH_MAX`` hides nothing from the count; an entry the server cannot account
 for (a path longer than :data:`MAX_PATH_BYTES`, which git could not record, or one it cannot read)
 is a ``files`` limit hit and is never snapshotted, so the recorded tree is never a partial view of
 the real one (red team, session 3: 600 MB and 3,000 files below a 10,000-byte path went uncounted,
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_rl_sandbox.schemas.task import Limits
+from agent_rl_sandbox.tools.sandbox._fdwalk import open_folder, walk_fd
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy, is_git_name, remove_git_entries
 
 MIB = 1024 * 1024
@@ -45,8 +46,6 @@ MAX_PATH_BYTES = 3072
 path below a host folder (the working copy, a trusted run's or the verifier's export): a deeper
 entry could not be stored, exported or checked. The walk reports it (:attr:`TreeScan.unaccounted`)
 and the quota treats that as a ``files`` limit hit (fail closed)."""
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -69,103 +68,49 @@ class TreeScan:
     """What the first unaccounted entry was (for the limit's message)."""
 
 
-class _Dir:
-    """An open folder descriptor, closed once the last of its subfolders still to walk is opened."""
-
-    __slots__ = ("fd", "pending")
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.pending = 0
-
-
 def scan_tree(root: Path, *, stop_bytes: int | None = None, stop_files: int | None = None) -> TreeScan:
     """Walk ``root`` without following links, each folder opened relative to its parent's
-    descriptor (``openat``), so no path length limits the walk: every byte and file is counted at
-    any depth. Entries vanishing mid-walk are skipped; any other failure to open, list or stat an
-    entry, and every path longer than :data:`MAX_PATH_BYTES`, is counted in ``unaccounted``. Stops
-    early once ``stop_bytes`` or ``stop_files`` is passed (``cut``). Descriptors held at once: at
-    most the depth of the folder being listed. A missing ``root`` scans as empty."""
-    total = files = unaccounted = 0
-    detail = ""
+    descriptor (:func:`._fdwalk.walk_fd`), so no path length limits the walk: every byte and file
+    is counted at any depth. Entries vanishing mid-walk are skipped; any other failure to open,
+    list or stat an entry, and every path longer than :data:`MAX_PATH_BYTES`, is counted in
+    ``unaccounted``. Stops early once ``stop_bytes`` or ``stop_files`` is passed (``cut``).
+    Descriptors held at once: at most the depth of the folder being listed. A missing ``root``
+    scans as empty."""
+    total = files = 0
+    problems: list[str] = []
     gits: list[str] = []
     try:
-        top = os.open(root, _DIR_FLAGS)
+        top = open_folder(root)
     except FileNotFoundError:
         return TreeScan(0, 0)
     except OSError as e:
         return TreeScan(0, 0, unaccounted=1, unaccounted_detail=f".: cannot open ({e.strerror})")
-    held: set[_Dir] = set()
-    stack: list[tuple[_Dir | None, str, str]] = [(None, "", "")]  # (parent, name, relative path)
-
-    def drop(d: _Dir) -> None:
-        held.discard(d)
-        os.close(d.fd)
-
+    walk = walk_fd(top, problems.append, descend=lambda name: not is_git_name(name))
     try:
-        while stack:
-            parent, name, rel_dir = stack.pop()
-            if parent is None:
-                fd = top
-            else:
-                try:
-                    fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
-                except OSError as e:
-                    fd = -1
-                    if not isinstance(e, FileNotFoundError):
-                        unaccounted += 1
-                        detail = detail or f"{rel_dir[:120]}: cannot open ({e.strerror})"
-                parent.pending -= 1
-                if parent.pending <= 0:
-                    drop(parent)
-                if fd < 0:
-                    continue
-            here = _Dir(fd)
-            held.add(here)
+        for rel, entry, _fd in walk:
             try:
-                with os.scandir(fd) as it:
-                    entries = list(it)
-            except OSError as e:
-                entries = []
-                if not isinstance(e, FileNotFoundError):
-                    unaccounted += 1
-                    detail = detail or f"{rel_dir[:120] or '.'}: cannot list ({e.strerror})"
-            subdirs: list[tuple[str, str]] = []
-            for entry in entries:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                except OSError as err:
-                    unaccounted += 1
-                    detail = detail or f"{rel[:120]}: cannot stat ({err.strerror})"
-                    continue
-                size = len(os.fsencode(rel))
-                too_long = size > MAX_PATH_BYTES
-                if too_long:
-                    unaccounted += 1
-                    detail = detail or f"{rel[:60]}... ({size} bytes): path longer than {MAX_PATH_BYTES} bytes"
-                total += max(st.st_size, st.st_blocks * 512)
-                if is_git_name(entry.name):
-                    if not too_long:
-                        gits.append(rel)
-                    files += not stat.S_ISDIR(st.st_mode)
-                elif stat.S_ISDIR(st.st_mode):
-                    subdirs.append((entry.name, rel))
-                else:
-                    files += 1
-                if (stop_bytes is not None and total > stop_bytes) or (stop_files is not None and files > stop_files):
-                    return TreeScan(total, files, tuple(gits), True, unaccounted, detail)
-            here.pending = len(subdirs)
-            if subdirs:
-                stack.extend((here, n, r) for n, r in subdirs)
-            else:
-                drop(here)
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                problems.append(f"{rel[:120]}: cannot stat ({err.strerror})")
+                continue
+            size = len(os.fsencode(rel))
+            too_long = size > MAX_PATH_BYTES
+            if too_long:
+                problems.append(f"{rel[:60]}... ({size} bytes): path longer than {MAX_PATH_BYTES} bytes")
+            total += max(st.st_size, st.st_blocks * 512)
+            if is_git_name(entry.name):
+                if not too_long:
+                    gits.append(rel)
+                files += not stat.S_ISDIR(st.st_mode)
+            elif not stat.S_ISDIR(st.st_mode):
+                files += 1
+            if (stop_bytes is not None and total > stop_bytes) or (stop_files is not None and files > stop_files):
+                return TreeScan(total, files, tuple(gits), True, len(problems), problems[0] if problems else "")
     finally:
-        for d in list(held):
-            drop(d)
-    return TreeScan(total, files, tuple(gits), False, unaccounted, detail)
+        walk.close()
+    return TreeScan(total, files, tuple(gits), False, len(problems), problems[0] if problems else "")
 
 
 @dataclass

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,3 +157,23 @@ def crash_a_server_mid_run(folder: Path, uid: int, cwd: Path) -> None:
             break
         time.sleep(0.01)
     assert len(pids_of_uid(uid)) >= 2, "the setsid-ed sleeps survive the crash"
+
+
+def as_nobody(fn: Callable[[], Any]) -> Any:
+    """``fn()`` run in a forked child that dropped to ``nobody`` (uid and gid 65534, so file modes
+    bind it, as they bind a server that is not root); its answer comes back through JSON."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(r)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(w, json.dumps(fn()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(got)

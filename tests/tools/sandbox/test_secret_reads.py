@@ -4,12 +4,11 @@ built-in task stop-missing-credentials/train-2 (its repo ships ``.env``)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import reset, run, steps
+from sandbox_helpers import as_nobody, reset, run, steps
 
 from agent_rl_sandbox.schemas.tools import SandboxFinishInput, SandboxReadFileInput, SandboxStateInput
 from agent_rl_sandbox.tools.sandbox._secret_watch import SecretWatch, note_secrets
@@ -238,22 +237,12 @@ def test_a_folder_the_watch_cannot_list_leaves_reads_unobserved(open_home):
     root.mkdir()
     (repo / "locked" / ".env").write_text("PYPI_TOKEN=pypi-x\n")
     (repo / "locked").chmod(0)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.close(r)
-            os.setgid(65534)
-            os.setuid(65534)
-            with SecretWatch(repo, root) as sw:
-                pass
-            os.write(w, json.dumps([sw.observed, sw.error]).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        got = f.read()
-    os.waitpid(pid, 0)
+
+    def watch() -> list:
+        with SecretWatch(repo, root) as sw:
+            pass
+        return [sw.observed, sw.error]
+
+    observed, error = as_nobody(watch)
     (repo / "locked").chmod(0o755)
-    observed, error = json.loads(got)
     assert observed is False and "locked" in error and "Permission denied" in error, error
