@@ -28,7 +28,7 @@ from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.errors import ActionError
 from agent_rl_sandbox.tools.sandbox._base import BaseCache, content_key
 from agent_rl_sandbox.tools.sandbox._git import WorkingCopy
-from agent_rl_sandbox.tools.sandbox._overlay import mounts_under, probe, wait_reaped
+from agent_rl_sandbox.tools.sandbox._overlay import Layers, mounts_under, probe, wait_reaped
 
 FILES = {
     "answer.txt": "0\n",
@@ -163,6 +163,12 @@ def test_reset_after_arbitrary_edits_is_a_fresh_sandbox_byte_for_byte(cow):
     assert owners_as(manifest(sb._dirs(sid)["repo"]), sb.sandbox_uid(sid)) == fresh
     staged, refs, loose = git_state(cow, sid)
     assert staged == fresh_git[0] and loose == [] and "refs/finished/" in refs  # the finished tree stays pinned
+    # the git index is a hard link of the overlay's pristine one: two episodes of snapshots (git
+    # replaces its index by a rename) left that one byte for byte the base's
+    layers = Layers(sb._dirs(sid)["root"])
+    base = sb.bases.by_key(layers.base_key() or "")
+    assert base is not None and layers.index_file.read_bytes() == base.index_for(sb.sandbox_uid(sid))
+    assert os.path.samefile(layers.index_file, sb._dirs(sid)["git"] / "index")
 
 
 @requires_overlay
