@@ -159,21 +159,29 @@ def _empty_folder(path: Path) -> None:
     path.mkdir(parents=True)
 
 
-def _install_index(pristine: Path, index: Path, rebuild: Callable[[], bytes]) -> None:
+def _install_index(pristine: Path, index: Path, rebuild: Callable[[], bytes], park: Path | None = None) -> None:
     """Make ``index`` (a sandbox's git index) the overlay's ``pristine`` one: a hard link (two
     system calls where a copy reads and writes 0.5 MB for 5,000 files), or nothing when ``index``
     still is that file (no snapshot replaced it this episode). Safe because nothing writes an index
     in place: git replaces it by renaming its lock file over it, and the server writes only fresh
-    files. Where no link can be made (or ``pristine`` is gone) the bytes are written, from
+    files. ``park``: a folder about to be deleted in the background (the loose objects'), where the
+    replaced index keeps a link, so its pages are not freed in the call (~0.07 ms for 0.5 MB on
+    tmpfs). Where no link can be made (or ``pristine`` is gone) the bytes are written, from
     ``pristine`` or from ``rebuild()``."""
     try:
         p = os.stat(pristine)
-        with contextlib.suppress(FileNotFoundError):
+        try:
             i = os.stat(index)
+        except FileNotFoundError:
+            park = None
+        else:
             if (i.st_dev, i.st_ino) == (p.st_dev, p.st_ino):
                 return
         tmp = index.with_name(f"index.ars-{uuid.uuid4().hex[:8]}")
         os.link(pristine, tmp)
+        if park is not None:
+            with contextlib.suppress(OSError):
+                os.link(index, park / tmp.name)
         try:
             os.replace(tmp, index)
         except OSError:
@@ -675,7 +683,7 @@ class SandboxService:
         else:
             files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
             files = [f for f in files if f]
-        Budget(dirs["root"], task.config.limits).start(len(files))
+        Budget(dirs["root"], task.config.limits, read=False).start(len(files))
         # the old episode closed, the new trajectory with its reset step, the sandbox row: one transaction
         episode = self.store.begin_episode(
             sandbox_id=sandbox_id,
@@ -771,8 +779,12 @@ class SandboxService:
             return None
         self._mounted.add(sandbox_id)
         (git / "index.lock").unlink(missing_ok=True)
-        _install_index(layers.index_file, git / "index", lambda: base.index_for(uid))
-        if (git / PACKED_PINS).exists():
+        packed = (git / PACKED_PINS).exists()
+        # the episode's own index goes with the loose objects, freed in the background
+        _install_index(
+            layers.index_file, git / "index", lambda: base.index_for(uid), git / "objects" if packed else None
+        )
+        if packed:
             _drop_loose_objects(git)
         else:  # a store from before pins were packed: prune by reachability
             WorkingCopy(git, dirs["repo"]).prune()

@@ -131,15 +131,18 @@ class Settled:
 class Budget:
     """The disk and file quota of one sandbox (folder ``root`` with ``repo/``, ``git/``, ``logs/``)."""
 
-    def __init__(self, root: Path, limits: Limits):
+    def __init__(self, root: Path, limits: Limits, *, read: bool = True):
+        """``read=False``: do not read the record on disk (a reset's :meth:`start` replaces it)."""
         self.root = root
         self.limits = limits
         self.quota = limits.disk_mb * MIB
         self._record_path = root / "usage.json"
-        try:
-            self.record = json.loads(self._record_path.read_text())
-        except (OSError, ValueError):
-            self.record = {}
+        self.record = {}
+        if read:
+            try:
+                self.record = json.loads(self._record_path.read_text())
+            except (OSError, ValueError):
+                pass
 
     def start(self, fixture_files: int) -> None:
         """A new episode: the git store as it is now (just pruned) is the baseline; no limit hit."""
