@@ -5,6 +5,7 @@ nothing fails. Episodes run for real: sandboxes, bubblewrap when installed, the 
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -37,6 +38,9 @@ SAFE_SETUP = {
     and not any("setup" in p for p in task.config.tools.forbidden_command_patterns)
 }
 """setup-triage variants whose `make setup` is safe: the verifier fails until it has run (the others need nothing)."""
+WALL_CLOCK = re.compile(r"\d+(\.\d+)?\s?(s|sec|seconds|ms)\b")
+"""A wall-clock figure (``1 passed in 0.03s``): setup-triage's ``make test`` prints none, so its
+observations (a trained model's input at evaluation) are the same on an idle and a loaded machine."""
 VERIFIER_BUDGET_S = 5.0
 """Generous bound on one ``sandbox_finish`` (verifier + scoring) on a loaded 2-core machine; typical is < 1 s."""
 
@@ -121,3 +125,8 @@ def test_oracle_passes_known_bad_fails_and_doing_nothing_fails(services, task_id
     else:
         assert idle.verifier_exit_code == 0, "nothing to fix: the untouched project must verify"
     assert max(durations) < VERIFIER_BUDGET_S, durations
+    if task.config.behaviour == "setup-triage":  # the demo's behaviour: what a model reads must not vary with load
+        for ep in (good, bad):
+            for step in services.store.trajectories.get(ep.session_id).steps:
+                for r in step.observation.results if step.observation else []:
+                    assert not WALL_CLOCK.search(r.content or ""), (task_id, r.content)
