@@ -232,8 +232,8 @@ def run_train_demo(
     p.done(t, "worker pass finished")
 
     ws = settings.jobs_dir / job["job_id"]
-    scores = json.loads((ws / "scores.json").read_text()) if (ws / "scores.json").is_file() else {}
-    gate = json.loads((ws / "gate_report.json").read_text()) if (ws / "gate_report.json").is_file() else {}
+    scores, gate = _json(ws / "scores.json"), _json(ws / "gate_report.json")
+    trained, warm = _json(ws / "train_summary.json"), _json(ws / "warmup" / "train_summary.json")
     services = Services.build(settings)
     try:
         final = services.jobs.repo.get(job["job_id"])
@@ -249,12 +249,21 @@ def run_train_demo(
             "gate_passed": (gate.get("gate") or {}).get("passed"),
             "sft_steps": sft_steps,
             "grpo_steps": grpo_steps,
+            # the steps that ran: a cap can stop training early, and caps.timeout_s is wall time, which a
+            # loaded machine spends sooner (the gate then judges a shorter run; train_summary.json says which cap)
+            "sft_steps_run": (warm if grpo_steps > 0 else trained).get("steps"),
+            "grpo_steps_run": trained.get("steps") if grpo_steps > 0 else 0,
+            "train_stopped_by": trained.get("stopped_by"),
         }
         console.print(
             f"      baseline (base model):   pass rate {figures['baseline_pass_rate']}, mean reward {figures['baseline_mean_reward']}"
         )
         console.print(
             f"      post-training (adapter): pass rate {figures['post_pass_rate']}, mean reward {figures['post_mean_reward']}"
+        )
+        console.print(
+            f"      trained: {figures['sft_steps_run']} of {sft_steps} SFT steps, {figures['grpo_steps_run']} of "
+            f"{grpo_steps} agentic GRPO steps (stopped by {figures['train_stopped_by']})"
         )
         for c in (gate.get("gate") or {}).get("checks", []):
             console.print(f"      gate {c['name']}: {c['status']} ({c['explanation']})")
@@ -273,6 +282,15 @@ def run_train_demo(
     figures["total_s"] = round(time.monotonic() - p.t0, 1)
     console.print(f"[bold]measured:[/bold] {json.dumps(figures)}")
     return figures
+
+
+def _json(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; ``{}`` when the stage that writes it did not (a failed job)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 EMBEDDING_SCALE = 10.0

@@ -92,7 +92,8 @@ def test_evaluation_episode_same_verdict_and_observations_under_cpu_pressure(ser
         loaded, loaded_shown = _play(services, task_id)
         busy = _busy_cpu_seconds(pids)
     loaded_s = time.monotonic() - t0
-    assert busy > 0.5 * loaded_s, f"the busy loops ran {busy:.1f} CPU s in {loaded_s:.1f} s: no real pressure"
+    # the loops really ran beside the episode (alone on that CPU they get 4/5 of it; other users' load takes some)
+    assert busy > 0.2 * loaded_s, f"the busy loops ran {busy:.1f} CPU s in {loaded_s:.1f} s: no real pressure"
 
     assert idle.passed and idle.reward == 1.0, idle
     assert (loaded.passed, loaded.reward, loaded.failed_criteria, loaded.ended_by) == (

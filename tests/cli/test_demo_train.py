@@ -53,6 +53,8 @@ def test_demo_train_runs_every_stage(tmp_path, monkeypatch, tiny_model_dir):
         assert "zero reward variance" in figures["reason"], figures
         assert res.returncode == 1
         return
+    assert (figures["sft_steps_run"], figures["grpo_steps_run"]) == (2, 1), figures  # no cap stopped it early
+    assert f"trained: 2 of 2 SFT steps, 1 of 1 agentic GRPO steps (stopped by {figures['train_stopped_by']})" in out
     scores = json.loads((ws / "scores.json").read_text())
     assert figures["baseline_pass_rate"] == scores["baseline"] and figures["post_pass_rate"] == scores["final"]
     assert figures["state"] in ("gate_passed", "gate_failed"), figures
