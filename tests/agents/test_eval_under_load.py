@@ -4,9 +4,9 @@ with the same steps and seeds).
 
 The same scripted policy plays a held-out ``setup-triage`` variant through :func:`play_episode`
 (the baseline/post_eval stages' loop: real sandbox, the server's own test run, the hidden verifier)
-twice: on an idle CPU, and with the sandbox's commands pinned to one CPU that busy loops share, each
+twice: as the machine is, and with the sandbox's commands pinned to one CPU that busy loops share, each
 loop in its own session as other users' processes are (so the scheduler's autogroups give the
-sandbox about a fifth of that CPU, not half). Both runs must record the same observations (the
+sandbox about a quarter of that CPU, not half). Both runs must record the same observations (the
 tool results the model reads, which the training exports render too: no wall-clock figure in
 them, ``make test`` prints none) and the same score."""
 
@@ -88,11 +88,11 @@ def test_evaluation_episode_same_verdict_and_observations_under_cpu_pressure(ser
     task_id = "setup-triage/heldout-1"
     idle, idle_shown = _play(services, task_id)
     t0 = time.monotonic()
-    with cpu_pressure(4) as pids:
+    with cpu_pressure(3) as pids:
         loaded, loaded_shown = _play(services, task_id)
         busy = _busy_cpu_seconds(pids)
     loaded_s = time.monotonic() - t0
-    # the loops really ran beside the episode (alone on that CPU they get 4/5 of it; other users' load takes some)
+    # the loops really ran beside the episode (alone on that CPU they get 3/4 of it; other users' load takes some)
     assert busy > 0.2 * loaded_s, f"the busy loops ran {busy:.1f} CPU s in {loaded_s:.1f} s: no real pressure"
 
     assert idle.passed and idle.reward == 1.0, idle
