@@ -651,8 +651,15 @@ class SandboxService:
             dirs = self._dirs(sandbox_id)
             uid = self.sandbox_uid(sandbox_id)
             with self._hold(sandbox_id, "sandbox_reset", task.id):
-                if uid is not None:
-                    self.live.kill_uid(uid)  # every process of the old episode, whichever server started it
+                # every process of the old episode, whichever server started it; one that survives
+                # the kill's passes (none should: see kill_uid) could tamper with the next episode,
+                # so the reset is refused rather than started beside it
+                if uid is not None and not self.live.kill_uid(uid):
+                    raise ActionError(
+                        f"sandbox {sandbox_id}: processes of its last episode are still alive after the kill; "
+                        "not reset",
+                        "retry sandbox_reset in a moment, or omit sandbox_id for a new sandbox",
+                    )
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
                 base, base_commit, rebuilt = self._restore_working_copy(sandbox_id, task, wc, row.base_commit, uid)
         else:

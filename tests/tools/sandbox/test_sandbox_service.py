@@ -211,6 +211,39 @@ def test_reset_kills_what_a_dead_server_process_of_the_home_left_running(open_ho
 
 
 @requires_root
+def test_a_reset_whose_kill_leaves_survivors_is_refused_and_changes_nothing(open_home, monkeypatch):
+    """A survivor of the old episode could tamper with the next one, so a kill that reports
+    processes left (its passes ran out: :func:`kill_uid` returns False) refuses the reset: the old
+    episode stays the sandbox's, and the next reset whose kill succeeds proceeds. The survivors are
+    real (a server of the home that died mid-run); only the kill's verdict is forced."""
+    services = Services.build(Settings(home=open_home / "home"))
+    sb = services.sandbox
+    uid = None
+    try:
+        first = reset(services)
+        sid = first.sandbox_id
+        uid = sb.sandbox_uid(sid)
+        assert uid is not None and sb.live.ledger is not None
+        elsewhere = open_home / "elsewhere"
+        elsewhere.mkdir()
+        os.chown(elsewhere, uid, uid)
+        crash_a_server_mid_run(sb.live.ledger.folder, uid, elsewhere)
+        assert pids_of_uid(uid)
+        with monkeypatch.context() as m:
+            m.setattr(sb.live, "kill_uid", lambda _uid: False)
+            with pytest.raises(ActionError, match="still alive after the kill; not reset"):
+                sb.reset(SandboxResetInput(sandbox_id=sid, agent_name="t"))
+        assert services.store.sandboxes.get(sid).session_id == first.session_id
+        out = sb.reset(SandboxResetInput(sandbox_id=sid, agent_name="t"))
+        assert pids_of_uid(uid) == [] and services.store.sandboxes.get(sid).session_id == out.session_id
+    finally:
+        if uid is not None:
+            kill_uid(uid)
+        sb.close()
+        services.close()
+
+
+@requires_root
 def test_close_kills_running_commands(tmp_path):
     services = Services.build(Settings(home=tmp_path / "home"))
     sb = services.sandbox
