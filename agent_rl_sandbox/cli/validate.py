@@ -81,7 +81,21 @@ def validate(
         typer.echo(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
     else:
         for r in reports:
-            typer.echo(r.text())
+            if not r.could_not_read:
+                typer.echo(r.text())
+    for r in reports:  # bad input: one ``error: ... Next step:`` line on stderr each (exit 2), as everywhere
+        if r.could_not_read:
+            typer.echo(
+                f"error: could not read: {_named(r.path, r.could_not_read)}. Next step: check the path and pass a "
+                "readable regular file (JSON Lines, or one JSON document for ATIF and suites)",
+                err=True,
+            )
     if not reports:
         finish(Outcome.BAD_INPUT)
     finish(max(Outcome(r.exit_code) for r in reports))
+
+
+def _named(path: str | None, reason: str) -> str:
+    """``reason``, led by ``path`` unless the reason already names it (no path said twice)."""
+    return reason if path and path in reason else f"{path or '<rows>'}: {reason}"
+

@@ -132,7 +132,15 @@ def test_validate(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"messages": []}\n')
     assert cli("validate", str(bad)).exit_code == 1
-    assert cli("validate", str(tmp_path / "missing.jsonl")).exit_code == 2
+    missing = tmp_path / "missing.jsonl"
+    assert_bad_input(cli("validate", str(missing)), f"could not read: no such file: {missing}")
+    # a readable file beside it is still reported on stdout; the unreadable one is the error line
+    both = cli("validate", str(SFT), str(tmp_path))
+    assert both.exit_code == 2 and "OK rows=1" in both.stdout and str(tmp_path) not in both.stdout
+    assert both.stderr.startswith(f"error: could not read: {tmp_path} is a directory") and "Next step: " in both.stderr
+    # a file-level finding (no line) says "file", never Python's None
+    few = cli("validate", str(FIXTURES / "samples" / "openai-chat-ft" / "multi_turn_weight.from-docs.jsonl"))
+    assert few.exit_code == 0 and "warning file $ [too_few_examples]" in few.stdout and "None" not in few.stdout
     assert_bad_input(cli("validate", str(SFT), "--kind", "nope"), "unknown kind 'nope'")
     # the eval file alone is not compared with itself: said, not silently "OK"
     itself = cli("validate", str(SFT), "--eval", str(SFT))

@@ -163,7 +163,8 @@ class ValidationReport(BaseModel):
         for code, n in sorted(self.warning_counts_by_code.items(), key=lambda x: -x[1]):
             lines.append(f"  warning {code}: {n}")
         for f in (self.errors + self.warnings)[:limit]:
-            lines.append(f"  {f.severity} line {f.line} {f.json_path} [{f.code}] {f.message}")
+            where_in = "file" if f.line is None else f"line {f.line}"  # a file-level finding has no line
+            lines.append(f"  {f.severity} {where_in} {f.json_path} [{f.code}] {f.message}")
         if self.full_report_path:
             lines.append(f"full report: {self.full_report_path}")
         return "\n".join(lines)
