@@ -48,17 +48,27 @@ async def session_lifespan(_server: MCPServer) -> AsyncIterator[dict[str, str]]:
 
 
 _PYDANTIC_URL = re.compile(r"\n?\s*For further information visit https://errors\.pydantic\.dev\S*")
+_SDK_PREFIX = re.compile(r"^Error executing tool (\S+?)(?::\s*|$)")
+"""The MCP SDK's prefix on a tool's raised error (``Tool.run``); the server's own refusals before
+the SDK runs (an unknown argument) start ``TOOL: ``, so every tool error is rewritten to that one form."""
 
 
 async def next_step_middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
     """Give the SDK's own tool errors (unknown tool, arguments failing the input schema, raised
-    before our tool code runs) a ``Next step:`` like every other error, and drop pydantic's URLs."""
+    before our tool code runs) a ``Next step:`` like every other error, and drop pydantic's URLs.
+    Every tool's error reads ``TOOL: what. Next step: ...`` (the SDK's ``Error executing tool TOOL:``
+    becomes ``TOOL: ``, the form of the server's own unknown-argument refusal); an unknown tool
+    stays ``Unknown tool: NAME``."""
     result = await call_next(ctx)
     if getattr(ctx, "method", None) != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
         return result
     for block in result.get("content") or []:
         text = block.get("text") if isinstance(block, dict) else None
-        if not isinstance(text, str) or "Next step" in text:
+        if not isinstance(text, str):
+            continue
+        text = _SDK_PREFIX.sub(lambda m: f"{m.group(1)}: ", text, count=1)
+        if "Next step" in text:
+            block["text"] = text
             continue
         text = _PYDANTIC_URL.sub("", text).rstrip()
         if text.startswith("Unknown tool"):

@@ -508,9 +508,12 @@ def _make_tool(
             raise ToolError(e.agent_text()) from None
         except ValidationError as e:
             first = e.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "(arguments)"
+            where = ".".join(str(x) for x in first["loc"])
+            msg = first["msg"].removeprefix("Value error, ")  # a rule over several arguments names them itself
             raise ToolError(
-                f"invalid argument `{where}`: {first['msg']}. Next step: fix the argument and call again"
+                f"invalid argument `{where}`: {msg}. Next step: fix the argument and call again"
+                if where
+                else f"invalid arguments: {msg}. Next step: fix the arguments and call again"
             ) from None
         except Exception as e:  # a bug, not the agent's fault: still a flagged error with a next step
             log.exception("tool %s crashed", spec.name)

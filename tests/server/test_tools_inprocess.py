@@ -190,6 +190,29 @@ async def test_schema_violations_are_flagged_errors(server):
         assert res.is_error
 
 
+async def test_tool_errors_share_one_form_naming_the_tool(server):
+    """Fresh user: the SDK's "Error executing tool X:" led some errors (a refusal raised by the tool)
+    and not others (an unknown argument, refused before the SDK runs). Every tool error now reads
+    ``TOOL: what. Next step: ...``; an unknown tool says so."""
+    async with Client(server) as client:
+        cases = (
+            ("sandbox_exec", {"sandbox_id": "sbx_nope", "command": "ls"}, "sandbox_exec: unknown sandbox 'sbx_nope'"),
+            (
+                "sandbox_exec",
+                {"sandbox_id": "x", "command": "ls", "bogus": 1},
+                "sandbox_exec: unknown argument `bogus`",
+            ),
+            ("sandbox_exec", {"sandbox_id": "x"}, "sandbox_exec: "),
+            ("sandbox_finish", {"sandbox_id": "x", "message": "a", "final_message": "b"}, "sandbox_finish: invalid "),
+            ("no_such_tool", {}, "Unknown tool: no_such_tool"),
+        )
+        for tool, args, start in cases:
+            res = await client.call_tool(tool, args)
+            text = res.content[0].text
+            assert res.is_error and text.startswith(start), (tool, text)
+            assert "Error executing tool" not in text and "Next step: " in text, text
+
+
 async def test_finished_sandbox_refuses_further_actions(server):
     async with Client(server) as client:
         reset = (await client.call_tool("sandbox_reset", {"task_id": TASK})).structured_content
@@ -225,6 +248,11 @@ async def test_sandbox_finish_takes_final_message_as_trajectory_finish_names_it(
                 args,
                 res.content[0].text,
             )
+            # a rule over both arguments says "invalid arguments", never a made-up name or pydantic's prefix
+            text = res.content[0].text
+            assert "(arguments)" not in text and "Value error" not in text, text
+            if "final_message" not in args or "message" in args:
+                assert "invalid arguments: " in text, text
         res = await client.call_tool("sandbox_finish", {"sandbox_id": sid, "final_message": "giving up: no change"})
         assert not res.is_error, res.content[0].text
         traj = services.store.trajectories.get(res.structured_content["session_id"])

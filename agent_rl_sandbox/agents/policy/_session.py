@@ -52,7 +52,7 @@ class SandboxSession:
     def __init__(self, services: Any, *, tools: tuple[str, ...] = DEFAULT_TOOLS, caller: Caller = OPERATOR):
         unknown = [t for t in tools if t not in EPISODE_TOOLS]
         if unknown:
-            raise ValueError(f"unknown episode tools {unknown}; use names from {list(EPISODE_TOOLS)}")
+            raise ValueError(f"unknown episode tools {', '.join(unknown)}; use names from {', '.join(EPISODE_TOOLS)}")
         self.services = services
         self.tools = tuple(t for t in EPISODE_TOOLS if t in tools)
         self.caller = caller
@@ -152,17 +152,14 @@ class SandboxSession:
         try:
             inp = tool.input_model(sandbox_id=self.sandbox_id, **args)
         except (ValidationError, TypeError) as e:
-            where = "(arguments)"
+            where = ""
             msg = str(e)
             if isinstance(e, ValidationError) and e.errors():
                 first = e.errors()[0]
-                where = ".".join(str(x) for x in first["loc"]) or where
-                msg = first["msg"]
-            return self._record_error(
-                name,
-                args,
-                f"error: invalid argument `{where}` for {name}: {msg}. Next step: fix it and call again.",
-            )
+                where = ".".join(str(x) for x in first["loc"])
+                msg = first["msg"].removeprefix("Value error, ")  # a rule over several arguments names them
+            what = f"invalid argument `{where}`" if where else "invalid arguments"
+            return self._record_error(name, args, f"error: {what} for {name}: {msg}. Next step: fix it and call again.")
         before = self._step_count()
         method = self.services.bind(getattr(SandboxService, tool.method))
         try:
