@@ -107,7 +107,9 @@ def check(
         try:
             unknown = [t for t in task_ids or [] if t not in services.sandbox.tasks]
             if unknown:
-                raise BadInput(f"unknown task(s) {unknown}", _LIST_HINT)
+                raise BadInput(
+                    f"unknown task{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}", _LIST_HINT
+                )
             ids = task_ids or sorted(services.sandbox.tasks)
             if ids:
                 typer.echo(f"checking {len(ids)} task(s): oracle must pass, known-bad must score lower", err=True)

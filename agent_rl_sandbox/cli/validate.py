@@ -98,4 +98,3 @@ def validate(
 def _named(path: str | None, reason: str) -> str:
     """``reason``, led by ``path`` unless the reason already names it (no path said twice)."""
     return reason if path and path in reason else f"{path or '<rows>'}: {reason}"
-

@@ -110,7 +110,9 @@ def parse_worker_config(text: str, *, source: str) -> WorkerConfig:
         raise WorkerConfigError(f"{source}: not TOML ({exc}). Next step: fix the file's syntax.") from exc
     unknown = set(doc) - {"grace_s", "stages"}
     if unknown:
-        raise WorkerConfigError(f"{source}: unknown keys {sorted(unknown)}. Next step: keep grace_s and [stages.*].")
+        raise WorkerConfigError(
+            f"{source}: unknown keys {', '.join(map(repr, sorted(unknown)))}. Next step: keep grace_s and [stages.*]."
+        )
     grace = doc.get("grace_s", 5.0)
     if not isinstance(grace, int | float) or isinstance(grace, bool) or grace < 0:
         raise WorkerConfigError(f"{source}: grace_s must be a number >= 0. Next step: set e.g. grace_s = 5.0.")

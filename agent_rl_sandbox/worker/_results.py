@@ -49,7 +49,9 @@ def append_result(path: Path, row: Mapping[str, Any]) -> None:
     cannot be written."""
     unknown = set(row) - set(RESULT_COLUMNS)
     if unknown:
-        raise ValueError(f"unknown results.csv columns {sorted(unknown)}. Next step: use {RESULT_COLUMNS}.")
+        raise ValueError(
+            f"unknown results.csv columns {', '.join(sorted(unknown))}. Next step: use {', '.join(RESULT_COLUMNS)}."
+        )
     data = _line([row.get(c) for c in RESULT_COLUMNS])
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -3,8 +3,11 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+SUITE = str(Path(__file__).resolve().parents[1] / "fixtures" / "port_daddy" / "claim_before_edit.suite.json")
 
 
 def _cli(args, tmp_path, **env):
@@ -18,7 +21,15 @@ def _cli(args, tmp_path, **env):
     ("args", "env", "needle"),
     [
         (["demo", "--task", "nope"], {}, "unknown task 'nope'"),
-        (["tasks", "check", "nope"], {}, "unknown task(s) ['nope']"),
+        (["tasks", "check", "nope"], {}, "unknown task 'nope'. Next step"),
+        (["tasks", "check", "nope", "nada"], {}, "unknown tasks 'nope', 'nada'. Next step"),
+        (["score", "store", "--gate", "nogate"], {}, "unknown gate 'nogate'. Next step: use one of default, deploy or"),
+        (["score", "/tmp/ux3-no-such-dir/nothing.json"], {}, "error: /tmp/ux3-no-such-dir/nothing.json: no such file"),
+        (
+            ["score", SUITE, "--spec", "/tmp/ux3-none/spec.json"],
+            {},
+            "error: /tmp/ux3-none/spec.json: no such file",
+        ),
         (["tasks", "show", "nope"], {}, "unknown task 'nope'"),
         (["tasks", "list"], {"AGENT_RL_SANDBOX_ISOLATION": "bogus"}, "bad setting AGENT_RL_SANDBOX_ISOLATION='bogus'"),
         (["serve"], {"AGENT_RL_SANDBOX_IDLE_SECONDS": "soon"}, "bad setting"),

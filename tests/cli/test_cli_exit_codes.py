@@ -77,7 +77,7 @@ def test_tasks(tmp_path, monkeypatch):
     assert cli("tasks", "list").exit_code == 0
     assert cli("tasks", "show", TASK).exit_code == 0
     assert_bad_input(cli("tasks", "show", "nope"), "unknown task 'nope'")
-    assert_bad_input(cli("tasks", "check", "nope"), "unknown task(s) ['nope']")
+    assert_bad_input(cli("tasks", "check", "nope"), "unknown task 'nope'")
     user = tmp_path / "tasks"
     write_task(user / "good", "user/good", known_bad_as_good=False)
     write_task(user / "flat", "user/flat", known_bad_as_good=True)

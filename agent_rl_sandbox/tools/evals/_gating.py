@@ -89,7 +89,9 @@ def score_and_gate(
     """
     gates, gates_file = load_gates(home)
     if gate is not None and gate not in gates:
-        raise EvalInputError(f"unknown gate {gate!r}", f"use one of {sorted(gates)} or add it to {home / 'gates.toml'}")
+        raise EvalInputError(
+            f"unknown gate {gate!r}", f"use one of {', '.join(sorted(gates))} or add it to {home / 'gates.toml'}"
+        )
     spec_obj = load_reward_spec(spec) if spec is not None else None
     if is_store_input(path):
         if score_store is None:

@@ -194,7 +194,7 @@ def score_atif(
         labels = [p.relative_to(path).as_posix() for p in files]
         if not files:
             raise EvalInputError(
-                f"{path.name}: no *.json or *.jsonl files in the folder", "pass a folder of ATIF trajectory files"
+                f"{path}: no *.json or *.jsonl files in the folder", "pass a folder of ATIF trajectory files"
             )
     else:
         files, labels = [path], [path.name]

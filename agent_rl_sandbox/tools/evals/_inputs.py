@@ -41,7 +41,8 @@ def validation_message(source: str, err: ValidationError, limit: int = 5) -> str
 
 def read_bytes(path: Path, label: str | None = None, *, too_big: str = "split the input") -> bytes:
     """The file's bytes; raises :class:`EvalInputError` when missing, unreadable or too large
-    (``too_big`` is then its next step)."""
+    (``too_big`` is then its next step). A file that cannot be opened is named by ``path`` as given
+    (folder and all, so the user sees which file was looked for); ``label`` names it otherwise."""
     label = label or path.name
     try:
         size = path.stat().st_size
@@ -49,11 +50,11 @@ def read_bytes(path: Path, label: str | None = None, *, too_big: str = "split th
             raise EvalInputError(f"{label}: {size} bytes is over the {MAX_INPUT_BYTES}-byte limit", too_big)
         return path.read_bytes()
     except FileNotFoundError:
-        raise EvalInputError(f"{label}: no such file", "check the path") from None
+        raise EvalInputError(f"{path}: no such file", "check the path") from None
     except IsADirectoryError:
-        raise EvalInputError(f"{label}: is a folder, expected a file", "pass a file") from None
+        raise EvalInputError(f"{path}: is a folder, expected a file", "pass a file") from None
     except OSError as e:
-        raise EvalInputError(f"{label}: cannot read: {e.strerror or e}", "check the path and its permissions") from None
+        raise EvalInputError(f"{path}: cannot read: {e.strerror or e}", "check the path and its permissions") from None
 
 
 def _decode(data: bytes, label: str) -> str:

@@ -45,7 +45,7 @@ class EvalService:
         operator (CLI) sees every trajectory."""
         gates = self.gates()
         if inp.gate not in gates:
-            raise ActionError(f"unknown gate {inp.gate!r}", f"use one of {sorted(gates)}")
+            raise ActionError(f"unknown gate {inp.gate!r}", f"use one of {', '.join(sorted(gates))}")
         report = self.score_store(
             session_ids=inp.session_ids,
             task_id=inp.task_id,

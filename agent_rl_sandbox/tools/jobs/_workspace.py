@@ -86,7 +86,7 @@ def log_tail(job: JobRecord, name: str, max_bytes: int = 16_000) -> dict[str, An
     ``truncated`` when the file is longer than ``max_bytes``), or ``None`` when the file is absent.
     Raises ``ValueError`` for a name other than :data:`LOG_NAMES`."""
     if name not in LOG_NAMES:
-        raise ValueError(f"{name!r} is not a job log; use one of {LOG_NAMES}")
+        raise ValueError(f"{name!r} is not a job log; use one of {', '.join(LOG_NAMES)}")
     got = _read(job, name, max_bytes, tail=True)
     if got is None:
         return None

@@ -214,7 +214,7 @@ def _target(raw: dict, where: str) -> tuple[str, str]:
 def _expect(raw: dict, where: str) -> Expect:
     given = [k for k in EXPECT_KEYS if k in raw]
     if len(given) > 1:
-        raise ChecksError(f"{where}: give at most one of {list(EXPECT_KEYS)} (got {given})")
+        raise ChecksError(f"{where}: give at most one of {', '.join(EXPECT_KEYS)} (got {', '.join(given)})")
     strict = raw.get("strict", False)
     if not isinstance(strict, bool):
         raise ChecksError(f"{where}.strict: true or false")
@@ -234,7 +234,7 @@ def _step(raw: Any, where: str) -> Step:
         raise ChecksError(f"{where}: a step is a table")
     unknown = set(raw) - STEP_KEYS
     if unknown:
-        raise ChecksError(f"{where}: unknown key(s) {sorted(unknown)}")
+        raise ChecksError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}")
     op, target = _target(raw, where)
     if op == "let":
         if "value" not in raw:
@@ -269,7 +269,7 @@ def _name(step: Step) -> str:
 def _cases(raw: dict, where: str) -> list[CallCase | CommandCase]:
     unknown = set(raw) - CASE_KEYS
     if unknown:
-        raise ChecksError(f"{where}: unknown key(s) {sorted(unknown)}")
+        raise ChecksError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}")
     name = raw.get("name")
     if name is not None and not isinstance(name, str):
         raise ChecksError(f"{where}.name: a string")
@@ -308,7 +308,7 @@ def parse_checks(raw: dict, where: str = "checks.toml") -> Checks:
     """Validate a parsed ``checks.toml``. Raises :class:`ChecksError` naming the field."""
     unknown = set(raw) - {"case", "file", "claims", "deps", "case_timeout_seconds"}
     if unknown:
-        raise ChecksError(f"{where}: unknown key(s) {sorted(unknown)}")
+        raise ChecksError(f"{where}: unknown key(s) {', '.join(map(repr, sorted(unknown)))}")
     cases: list[CallCase] = []
     commands: list[CommandCase] = []
     for i, c in enumerate(_list(raw.get("case", []), f"{where}: case")):
