@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from agent_rl_sandbox.cli import (
     adapters,
     config,
@@ -22,6 +26,7 @@ from agent_rl_sandbox.cli import (
     worker,
 )
 from agent_rl_sandbox.cli._common import App, RootGroup
+from agent_rl_sandbox.cli._outcome import BadInput
 
 app = App(
     cls=RootGroup,
@@ -29,6 +34,32 @@ app = App(
     add_completion=False,
     help="Sandboxes, trajectories and rewards for coding agents.",
 )
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: the installed package's version (its metadata), then exit 0."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"agent-rl-sandbox {version('agent-rl-sandbox')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            raise BadInput(
+                "agent-rl-sandbox has no package metadata (not installed)", "pip install -e . in the checkout"
+            ) from None
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Sandboxes, trajectories and rewards for coding agents."""
+
+
 app.command("serve")(serve.serve)
 app.command("demo")(demo.demo)
 app.add_typer(tasks.app, name="tasks")

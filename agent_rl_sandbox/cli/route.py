@@ -24,6 +24,16 @@ _OPTION_OF = {
 }
 """The MCP tool's signal names in a RouteInputError, as this command's options."""
 
+_ADVICE_OF = {"pass base_model_params": "pass --params"}
+"""Advice in a recommendation's reasons that names an MCP signal field, as this command's option."""
+
+
+def _cli_words(text: str) -> str:
+    """A reason's text with the MCP field names it advises passing replaced by this command's flags."""
+    for field, option in _ADVICE_OF.items():
+        text = text.replace(field, option)
+    return text
+
 
 def route(
     behaviour: Annotated[
@@ -135,7 +145,9 @@ def route(
         console.print(Text(f"model size: {size.value} parameters ({local.source if local else base_model})"))
     table = Table("rule", "why", "signal", "value", "source", title="reasons")
     for r in rec.reasons:
-        table.add_row(r.rule, Text(r.text), r.signal, Text(json.dumps(r.value, default=str)), Text(r.source))
+        table.add_row(
+            r.rule, Text(_cli_words(r.text)), r.signal, Text(json.dumps(r.value, default=str)), Text(r.source)
+        )
     console.print(table)
     for m in rec.prerequisites_missing:
         console.print(Text(f"missing: {m}"))

@@ -71,8 +71,10 @@ def show(
         raise BadInput(f"unknown task {task_id!r}", _LIST_HINT)
     t = found[task_id]
     typer.echo(f"# {t.id}  ({t.root})\n")
-    typer.echo(t.config.model_dump_json(indent=2, exclude={"reward"}))
-    typer.echo("\n## reward spec\n" + t.reward_spec.model_dump_json(indent=2))
+    # the spec once, in its own section (not also as the config's "reward" / "reward_spec" fields)
+    typer.echo(t.config.model_dump_json(indent=2, exclude={"reward", "reward_spec"}))
+    source = f" (from {t.config.reward_spec})" if t.config.reward_spec else ""
+    typer.echo(f"\n## reward spec{source}\n" + t.reward_spec.model_dump_json(indent=2))
     typer.echo("\n## instruction\n" + t.instruction)
 
 
@@ -130,7 +132,7 @@ def check(
             scratch.cleanup()
     if not rows:
         raise BadInput("no tasks to check", "add a task folder with --task-dir or AGENT_RL_SANDBOX_TASK_DIRS")
-    table = fold_ids(Table("task", "oracle reward", "bad reward", "verdict", "problem"), "task")
+    table = fold_ids(Table("task", "oracle reward", "known-bad reward", "verdict", "problem"), "task")
     for r in rows:
         table.add_row(
             r.task_id,

@@ -88,4 +88,6 @@ def test_route_piped_prints_every_reason_whole(tmp_path):
     p = _cli("route", "--behaviour", "claim-before-edit", home=home)
     assert p.returncode == 0, p.stderr
     assert ELLIPSIS not in p.stdout
-    assert rec["reasons"] and all(r["text"] in p.stdout for r in rec["reasons"])
+    # the reasons whole, with the MCP field they advise passing named as this command's flag
+    texts = [r["text"].replace("pass base_model_params", "pass --params") for r in rec["reasons"]]
+    assert texts and all(t in p.stdout for t in texts)
