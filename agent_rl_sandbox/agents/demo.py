@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_rl_sandbox.agents.scripted import mcp_caller, play_script
 from agent_rl_sandbox.settings import Settings
 from agent_rl_sandbox.tools.sandbox import discover_tasks
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -82,26 +86,38 @@ async def run_demo(settings: Settings, task_id: str = "claim-before-edit") -> li
     return out
 
 
-def render_demo(results: list[DemoResult], settings: Settings) -> None:
-    """Print the demo table and where the data lives."""
+def render_demo(results: list[DemoResult], settings: Settings, console: Console | None = None) -> None:
+    """Print the demo table and where the data lives, on ``console`` (default: rich's, the
+    terminal's width; the CLI passes its table console, unlimited when piped). Ids never wrap or
+    get cut; the failed criteria fold onto more lines on a narrow terminal."""
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=max(Console().width, 130))
-    table = Table(title=f"agent-rl-sandbox demo: two agents on task {results[0].task_id}, scored from sandbox state")
-    for col in ("agent", "trajectory", "reward", "passed", "self-report only", "failed criteria"):
-        table.add_column(col, overflow="fold")
-    for r in results:
-        table.add_row(
-            r.agent,
-            r.session_id,
-            f"{r.reward:.3f}",
-            "[green]yes[/green]" if r.passed else "[red]no[/red]",
-            "[yellow]FLAGGED[/yellow]" if r.self_report_only else "no",
-            ", ".join(r.failed_criteria) or "-",
-        )
+    console = console or Console()
+    title = f"agent-rl-sandbox demo: two agents on task {results[0].task_id}, scored from sandbox state"
+    columns = ["agent", "trajectory", "reward", "passed", "self-report only", "failed criteria"]
+    for inline in (True, False):  # a terminal too narrow for the criteria: they go below the table
+        table = Table(title=title)
+        for col in columns[: None if inline else -1]:
+            table.add_column(col, overflow="fold", no_wrap=col in ("agent", "trajectory", "reward"))
+        for r in results:
+            row = [
+                r.agent,
+                r.session_id,
+                f"{r.reward:.3f}",
+                "[green]yes[/green]" if r.passed else "[red]no[/red]",
+                "[yellow]yes[/yellow]" if r.self_report_only else "no",
+                ", ".join(r.failed_criteria) or "-",
+            ]
+            table.add_row(*row[: None if inline else -1])
+        if console.measure(table, options=console.options.update_width(1_000_000)).maximum <= console.width:
+            break
     console.print(table)
-    console.print(f"store:   {settings.db_url}")
-    console.print(f"reports: {settings.reports_dir}")
+    if not inline:
+        for r in results:
+            console.print(f"{r.agent} failed criteria: {', '.join(r.failed_criteria) or '-'}", highlight=False)
+    # paths whole on one line each (the terminal wraps them; copying one gets it whole)
+    console.print(f"store:   {settings.db_url}", soft_wrap=True, highlight=False)
+    console.print(f"reports: {settings.reports_dir}", soft_wrap=True, highlight=False)
     for r in results:
-        console.print(f"  {r.agent}: {r.report_path}")
+        console.print(f"  {r.agent}: {r.report_path}", soft_wrap=True, highlight=False)

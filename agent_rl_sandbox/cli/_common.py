@@ -169,6 +169,15 @@ def settings(home: Path | None = None, task_dirs: list[Path] | None = None) -> S
     return base
 
 
+def unknown_task(task: str) -> BadInput:
+    """The one error (exit 2) for a ``--task`` that neither a task folder nor the store knows, the
+    same in ``trajectories list`` and ``export`` (a known task with no trajectories is an answer)."""
+    return BadInput(
+        f"unknown task {task!r}: no task folder and no stored trajectory has that id",
+        "see `agent-rl-sandbox tasks list` and `agent-rl-sandbox trajectories list` for the ids",
+    )
+
+
 PIPED_WIDTH = 1_000_000
 """The console width when stdout is not a terminal: no limit in practice, so no table cell is cut or
 wrapped (a row is one line a script can read); a table is as wide as its content needs."""
@@ -181,7 +190,25 @@ def table_console() -> Console:
     from rich.console import Console
 
     console = Console()
-    return console if console.is_terminal else Console(width=PIPED_WIDTH)
+    return console if console.is_terminal else _piped_console(Console)(width=PIPED_WIDTH)
+
+
+def _piped_console(base: type[Console]) -> type[Console]:
+    """A Console class whose tables are at least as wide as their title and caption, so neither
+    wraps mid-word in piped output (rich wraps a title to its table's width: a narrow two-column
+    summary cut ``openhands__hello-world.trajectory.json`` in two)."""
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    class PipedConsole(base):  # type: ignore[valid-type, misc]
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            for table in objects:
+                if isinstance(table, Table):
+                    wanted = max(cell_len(str(t)) for t in (table.title or "", table.caption or ""))
+                    table.min_width = max(table.min_width or 0, wanted)
+            super().print(*objects, **kwargs)
+
+    return PipedConsole
 
 
 def fold_ids(table: Any, *headers: str) -> Any:
@@ -191,3 +218,40 @@ def fold_ids(table: Any, *headers: str) -> Any:
         if col.header in headers:
             col.overflow = "fold"
     return table
+
+
+def fit_to_width(console: Console, table: Any, *, ids: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[str]:
+    """Make ``table`` fit ``console`` without splitting or cutting an id: the ``ids`` columns never
+    wrap, every other column folds (no cell is cut with an ellipsis), and on a terminal too narrow
+    to show every word of every cell (ids and headers included) whole, the ``optional`` columns are
+    dropped, in that order, until it can (a caption names the hidden ones). Returns the dropped
+    headers. Piped output (no width limit) keeps every column."""
+    import io
+
+    from rich.console import Console as RichConsole
+
+    by_header = {str(col.header): col for col in table.columns}
+    for col in table.columns:
+        col.no_wrap = str(col.header) in ids
+        col.overflow = "fold"
+    if not console.is_terminal:
+        return []
+
+    def words_whole() -> bool:
+        probe = RichConsole(width=console.width, file=io.StringIO(), color_system=None, highlight=False)
+        probe.print(table)
+        text = probe.file.getvalue()  # type: ignore[attr-defined]
+        words = {w for col in table.columns for c in (col.header, *col._cells) for w in str(c).split()}
+        return all(w in text for w in words if "[" not in w)  # a word with markup: not comparable
+
+    dropped: list[str] = []
+    for name in optional:
+        if words_whole():
+            break
+        if name in by_header:
+            table.columns.remove(by_header[name])
+            dropped.append(name)
+    if dropped:
+        note = f"narrow terminal: {', '.join(dropped)} hidden (a wider terminal or --json shows them)"
+        table.caption = f"{table.caption}; {note}" if table.caption else note
+    return dropped

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, fold_ids, group, settings, table_console
+from agent_rl_sandbox.cli._common import HomeOpt, fit_to_width, fold_ids, group, settings, table_console
 
 app = group("Adapters: list, show, deploy, rollback, enable, disable (the kill switch).")
 
@@ -64,9 +64,7 @@ def list_adapters(
         return _print(out.model_dump(mode="json"))
     from rich.table import Table
 
-    table = fold_ids(
-        Table("adapter", "behaviour", "state", "job", "served as", "previous", "updated"), "adapter", "job", "previous"
-    )
+    table = Table("adapter", "behaviour", "state", "job", "served as", "previous", "updated")
     for a in out.adapters:
         table.add_row(
             a.adapter_id,
@@ -78,14 +76,17 @@ def list_adapters(
             a.updated_at[:19],
         )
     console = table_console()
+    fit_to_width(
+        console, table, ids=("adapter", "behaviour", "state"), optional=("updated", "previous", "served as", "job")
+    )
     console.print(table)
     for b, m in sorted(out.routes.items()):
         console.print(f"route {b} -> {m}")
 
 
 @app.command("show")
-def show(adapter_id: AdapterArg, home: HomeOpt = None) -> None:
-    """Show an adapter (JSON): paths, hashes, gate report, last unhook dry run, audit rows."""
+def show(adapter_id: AdapterArg, as_json: JsonOpt = False, home: HomeOpt = None) -> None:
+    """Show an adapter: paths, hashes, gate report, last unhook dry run, audit rows (--json: all of it)."""
     from dataclasses import asdict
 
     svc = _services(home)
@@ -94,10 +95,31 @@ def show(adapter_id: AdapterArg, home: HomeOpt = None) -> None:
         doc = {"adapter": asdict(a), "events": [asdict(e) for e in svc.adapters.events(adapter_id)]}
     finally:
         svc.close()
-    _print(doc)
+    if as_json:
+        return _print(doc)
+    from rich.table import Table
+    from rich.text import Text
+
+    console = table_console()
+    fields = Table(title=f"adapter {a.adapter_id}", show_header=False)
+    fields.add_column("field", no_wrap=True)
+    fields.add_column("value", overflow="fold")
+    for key, value in doc["adapter"].items():
+        shown = "-" if value is None else value if isinstance(value, str) else json.dumps(value, default=str)
+        fields.add_row(key, Text(shown))  # Text: stored content is never read as markup
+    console.print(fields)
+    events = fold_ids(Table("at", "actor", "who", "from", "to", "reason", title="audit"), "who", "reason")
+    for e in doc["events"]:
+        events.add_row(
+            e["at"][:19], e["actor"], Text(e["who"]), e["from_state"] or "-", e["to_state"], Text(e["reason"])
+        )
+    console.print(events)
 
 
-def _change(home: Path | None, fn, *, behaviour: str | None = None) -> None:
+def _change(home: Path | None, fn, *, verb: str, as_json: bool, behaviour: str | None = None) -> None:
+    """Run the registry change ``fn(services, who)`` and report it: one human line (``verb``: what
+    was done, then where the behaviour routes now), or with ``as_json`` the adapter's view and the
+    whole route table."""
     from agent_rl_sandbox.tools.sandbox import task_behaviours
 
     svc = _services(home)
@@ -105,40 +127,65 @@ def _change(home: Path | None, fn, *, behaviour: str | None = None) -> None:
         done = fn(svc, _who(svc))
         view = svc.adapters.view(done).model_dump(mode="json") if done is not None else None
         routes = svc.adapters.routes.read()
+        unknown = ""
         if done is None and behaviour is not None:  # the kill switch found nothing deployed: say so
             known = task_behaviours(svc.sandbox.tasks)
-            note = f"note: no adapter was deployed for {behaviour!r}; it is routed to the base model"
             if behaviour not in known:
-                note += f" (no task has that behaviour; known: {', '.join(known)})"
-            typer.echo(note, err=True)
+                unknown = f"no task has the behaviour {behaviour!r}; known: {', '.join(known)}"
     finally:
         svc.close()
-    _print({"adapter": view, "routes": routes})
+    if as_json:
+        if done is None and behaviour is not None:
+            note = f"note: no adapter was deployed for {behaviour!r}; it is routed to the base model"
+            typer.echo(note + (f" ({unknown})" if unknown else ""), err=True)
+        return _print({"adapter": view, "routes": routes})
+    name = done.behaviour if done is not None else behaviour or "?"
+    target = routes.get(name)
+    if verb != "kill switch" and done is not None and done.state == "deployed" and target == done.served_name:
+        where = f"{name} now routes to {target} (adapter {done.adapter_id})"
+    else:
+        where = f"{name} now routes to the base model" + (f" ({target})" if target else "")
+    if verb == "kill switch":
+        what = f"no adapter was deployed for {name!r}" if done is None else f"disabled {done.adapter_id}"
+        typer.echo(f"kill switch: {where} ({what})")
+    else:
+        typer.echo(f"{verb}: {where}")
+    if unknown:
+        typer.echo(f"warning: {unknown} (a typo?)", err=True)
 
 
 @app.command("deploy")
-def deploy(adapter_id: AdapterArg, home: HomeOpt = None) -> None:
+def deploy(adapter_id: AdapterArg, as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Deploy a gate-passed candidate (files must match; the unhook dry run must pass first)."""
-    _change(home, lambda svc, who: svc.adapters.deploy(adapter_id, who))
+    _change(home, lambda svc, who: svc.adapters.deploy(adapter_id, who), verb=f"deployed {adapter_id}", as_json=as_json)
 
 
 @app.command("rollback")
-def rollback(behaviour: BehaviourArg, home: HomeOpt = None) -> None:
+def rollback(behaviour: BehaviourArg, as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Return a behaviour to its pinned previous adapter, or to the base model."""
-    _change(home, lambda svc, who: svc.adapters.rollback(behaviour, who))
+    _change(home, lambda svc, who: svc.adapters.rollback(behaviour, who), verb="rolled back", as_json=as_json)
 
 
 @app.command("enable")
-def enable(adapter_id: AdapterArg, home: HomeOpt = None) -> None:
+def enable(adapter_id: AdapterArg, as_json: JsonOpt = False, home: HomeOpt = None) -> None:
     """Re-deploy a disabled adapter (human-only; the unhook dry run runs again)."""
-    _change(home, lambda svc, who: svc.adapters.enable(adapter_id, who))
+    _change(home, lambda svc, who: svc.adapters.enable(adapter_id, who), verb=f"enabled {adapter_id}", as_json=as_json)
 
 
 @app.command("disable")
 def disable(
     behaviour: BehaviourArg,
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT")] = "kill switch (CLI)",
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (kept in the audit rows).")] = (
+        "kill switch (CLI)"
+    ),
+    as_json: JsonOpt = False,
     home: HomeOpt = None,
 ) -> None:
     """The kill switch: route the behaviour to the base model now and disable its adapter."""
-    _change(home, lambda svc, who: svc.adapters.disable(behaviour, who, "human", reason), behaviour=behaviour)
+    _change(
+        home,
+        lambda svc, who: svc.adapters.disable(behaviour, who, "human", reason),
+        verb="kill switch",
+        as_json=as_json,
+        behaviour=behaviour,
+    )

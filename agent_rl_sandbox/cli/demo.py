@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, settings
+from agent_rl_sandbox.cli._common import HomeOpt, settings, table_console
 from agent_rl_sandbox.cli._outcome import verdict
 
 
@@ -29,7 +29,8 @@ def demo(
     lr: Annotated[float, typer.Option("--lr", help="SFT learning rate of the --train job (GRPO: a tenth).")] = 1e-2,
 ) -> None:
     """Start the server over stdio, play a good and a careless scripted agent, print their scores.
-    With --train, run the whole training loop on the tiny local model (see `cli/_train_demo.py`)."""
+        With --train, run the whole training loop on the tiny local model (README: "The local policy agent
+    and agentic GRPO")."""
     import anyio
 
     if train:
@@ -51,6 +52,6 @@ def demo(
     if as_json:
         typer.echo(json.dumps([r.__dict__ for r in results], indent=2, default=str))
     else:
-        render_demo(results, resolved)
+        render_demo(results, resolved, table_console())
     good, careless = results
     verdict(good.passed and good.reward == 1.0 and not careless.passed and careless.self_report_only)

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, plural, settings
+from agent_rl_sandbox.cli._common import HomeOpt, TaskDirOpt, plural, settings, unknown_task
 from agent_rl_sandbox.cli._outcome import BadInput, verdict
 
 FORMATS_HELP = "sft, dpo, kto, grpo, minimind_sft, minimind_dpo, minimind_agentic, atif, suite."
@@ -25,7 +25,12 @@ def export(
         Path | None, typer.Option("--out", metavar="DIR", help="Folder for <export_id>/ (default: <home>/exports).")
     ] = None,
     task: Annotated[str | None, typer.Option("--task", metavar="TASK_ID", help="Only this task id.")] = None,
-    behaviour: Annotated[str | None, typer.Option("--behaviour", metavar="BEHAVIOUR")] = None,
+    behaviour: Annotated[
+        str | None,
+        typer.Option(
+            "--behaviour", "--behavior", metavar="BEHAVIOUR", help="Only trajectories of tasks with this behaviour."
+        ),
+    ] = None,
     agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only this agent name.")] = None,
     origin: Annotated[
         str | None, typer.Option("--origin", metavar="ORIGIN", help="sandbox, mcp, hook, import, ...")
@@ -92,10 +97,7 @@ def export(
         and not services.store.trajectories.list(task_id=task, limit=1)[1]
     ):
         services.close()
-        raise BadInput(
-            f"unknown task {task!r}: no task folder and no stored trajectory has that id",
-            "see `agent-rl-sandbox tasks list` and `agent-rl-sandbox trajectories list` for the ids",
-        )
+        raise unknown_task(task)
     opts = ExportOptions(
         format=fmt,
         task_id=task,
@@ -116,22 +118,34 @@ def export(
         verdict(False)
     finally:
         services.close()
-    valid = True
+    valid: bool | None = None  # None: not validated (--no-validate)
+    error_count = 0
     if validate:
         from agent_rl_sandbox.tools.datasets import validate_file
 
+        valid = True
         for f in res.manifest.files:
             report = validate_file(res.directory / f.path, kind=f.kind)
             if not report.ok:
                 valid = False
+                error_count += len(report.errors)
                 for e in report.errors[:20]:
                     typer.echo(f"invalid: {f.path}:{e.line} {e.json_path} {e.code}: {e.message}", err=True)
-    if as_json:
-        typer.echo(res.manifest.model_dump_json(indent=2))
+    if as_json:  # the manifest, and "valid" as the MCP tool's result has it (null with --no-validate)
+        import json
+
+        typer.echo(json.dumps({**res.manifest.model_dump(mode="json"), "valid": valid}, indent=2))
     else:
         m = res.manifest
         skipped = ", ".join(f"{k}={v}" for k, v in m.counts.items() if k not in ("considered", "selected"))
         n_traj = plural(len(m.source_session_ids), "trajectory")
         typer.echo(f"{m.format}: {plural(m.rows, 'row')} from {n_traj} -> {res.data_path}")
         typer.echo(f"manifest: {res.manifest_path} (sha256 {m.sha256[:16]}...)" + (f"; {skipped}" if skipped else ""))
-    verdict(valid)
+        kinds = ", ".join(sorted({f.kind for f in m.files}))
+        if valid is None:
+            typer.echo("validation: skipped (--no-validate); `agent-rl-sandbox validate FILE` checks it later")
+        elif valid:
+            typer.echo(f"validation: valid ({kinds}; the dataset validator found no errors)")
+        else:
+            typer.echo(f"validation: INVALID ({plural(error_count, 'error')}, listed on stderr)")
+    verdict(valid is not False)

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, fold_ids, group, settings, table_console
+from agent_rl_sandbox.cli._common import HomeOpt, fit_to_width, group, settings, table_console
 from agent_rl_sandbox.cli._outcome import BadInput
 
 app = group("Training jobs: list, show, approve, reject, cancel (humans only).")
@@ -74,13 +74,17 @@ def list_jobs(
     if as_json:
         typer.echo(json.dumps({"jobs": [v.model_dump(mode="json") for v in views], "total": total}, indent=2))
         return
-    table = fold_ids(Table("job", "state", "requester", "trainer", "behaviour", "created", "expires", "reason"), "job")
+    table = Table("job", "state", "requester", "trainer", "behaviour", "created", "expires", "reason")
     for v in views:
         table.add_row(
             v.job_id, v.state, Text(v.requester), v.trainer, Text(v.behaviour), v.created_at[:19], v.expires_at[:19],
             Text(v.reason or ""),
         )  # fmt: skip
     console = table_console()
+    # a narrow terminal drops the least needed columns rather than split an id or a behaviour
+    fit_to_width(
+        console, table, ids=("job", "state", "behaviour"), optional=("expires", "created", "trainer", "requester")
+    )
     console.print(table)
     console.print(f"{len(views)} of {total} job(s)")
 
@@ -196,7 +200,8 @@ def reject(
         job = services.jobs.reject(job_id, who, note, decision="modify" if modify else "reject")
     finally:
         services.close()
-    typer.echo(f"rejected {job.job_id} by {who}")
+    what = "rejected, asking for a modification," if modify else "rejected"
+    typer.echo(f"{what} {job.job_id} by {who}" + (f"; note: {note}" if note else ""))
 
 
 @app.command("cancel")
@@ -212,4 +217,4 @@ def cancel(
         job = services.jobs.cancel_as_human(job_id, who, note)
     finally:
         services.close()
-    typer.echo(f"cancelled {job.job_id} by {who}")
+    typer.echo(f"cancelled {job.job_id} by {who}" + (f"; note: {note}" if note else ""))

@@ -22,9 +22,12 @@ from agent_rl_sandbox.cli._outcome import BadInput, verdict
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from agent_rl_sandbox.schemas.reward import EvalReport, GateVerdict
+    from agent_rl_sandbox.schemas.reward import EvalReport, GateVerdict, ScoreReport
 
 MAX_TABLE_ROWS = 50
+MAX_CRITERIA_TABLES = 5
+"""A report of at most this many trajectories (``store:ID``, one ATIF file) also prints each one's
+criteria table (every criterion with its explanation); a bigger one names the failed ones."""
 
 
 def score(
@@ -206,7 +209,12 @@ def render_report(report: EvalReport, console: Console, trajectory_count: int | 
         total = len(report.trajectories) if trajectory_count is None else trajectory_count
         if total > MAX_TABLE_ROWS:
             t.caption = f"first {MAX_TABLE_ROWS} of {total}; --json has all"
+        elif total > MAX_CRITERIA_TABLES:
+            t.caption = "`score store:ID` or --json: every criterion with its explanation"
         console.print(t)
+        if total <= MAX_CRITERIA_TABLES:
+            for s in report.trajectories:
+                render_criteria(s, console)
     if report.summary is not None:
         sm = report.summary
         t = Table(
@@ -229,6 +237,31 @@ def render_report(report: EvalReport, console: Console, trajectory_count: int | 
         console.print(f"[yellow]warning[/yellow] {w}", highlight=False)
     if report.gate is not None:
         render_verdict(report.gate, console)
+
+
+def render_criteria(s: ScoreReport, console: Console) -> None:
+    """Print every criterion of one trajectory's score: its id, status, value, weight and
+    explanation (the same data as ``score --json``, the MCP tool ``eval_score`` and the web page's
+    trajectory view). Explanations are printed as text, never read as markup."""
+    from rich.table import Table
+    from rich.text import Text
+
+    verdict_word = "passed" if s.passed else "failed"
+    t = Table(
+        "criterion",
+        "status",
+        "value",
+        "weight",
+        "explanation",
+        title=f"criteria of {s.session_id}: reward {_fmt(s.reward)}, {verdict_word} "
+        f"({s.aggregation}, pass threshold {_fmt(s.pass_threshold)})",
+    )
+    t.columns[0].no_wrap = True
+    fold_ids(t, "criterion", "explanation")
+    for c in s.criteria:
+        status = c.status + (" (safety)" if c.safety_violation else "")
+        t.add_row(Text(c.id), status, _fmt(c.value), _fmt(c.weight), Text(c.explanation))
+    console.print(t)
 
 
 def render_verdict(v: GateVerdict, console: Console) -> None:

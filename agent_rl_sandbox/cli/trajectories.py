@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from agent_rl_sandbox.cli._common import HomeOpt, group, settings, table_console
+from agent_rl_sandbox.cli._common import (
+    HomeOpt,
+    TaskDirOpt,
+    fit_to_width,
+    group,
+    settings,
+    table_console,
+    unknown_task,
+)
 from agent_rl_sandbox.cli._outcome import BadInput
 
 app = group("List and show stored trajectories.")
@@ -45,17 +53,21 @@ def list_trajectories(
     ] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
     home: HomeOpt = None,
+    task_dir: TaskDirOpt = None,
 ) -> None:
-    """List stored trajectories, newest first: id, task, agent, status, steps, reward, passed."""
+    """List stored trajectories, newest first: id, task, agent, status, steps, reward, passed.
+    Exit 2 for a --task that no task folder and no stored trajectory knows."""
     from rich.table import Table
     from rich.text import Text
 
     from agent_rl_sandbox.schemas.tools import TrajectoryListOutput
     from agent_rl_sandbox.services import Services
 
-    services = Services.build(settings(home))
+    services = Services.build(settings(home, task_dir))
     try:
         rows, total = services.store.trajectories.list(task_id=task, agent_name=agent, limit=limit, offset=0)
+        if task is not None and not total and task not in services.sandbox.tasks and not _stored_task(services, task):
+            raise unknown_task(task)
     finally:
         services.close()
     if as_json:
@@ -69,9 +81,7 @@ def list_trajectories(
     table = Table(
         title="trajectories", caption=f"{len(rows)} of {total}" + ("; --limit N for more" if len(rows) < total else "")
     )
-    table.add_column("session", no_wrap=True, overflow="fold")
-    table.add_column("task", no_wrap=True, overflow="fold")
-    for name in ("agent", "status", "steps", "reward", "passed", "self-report only", "created"):
+    for name in ("session", "task", "agent", "status", "steps", "reward", "passed", "self-report only", "created"):
         table.add_column(name, justify="right" if name in ("steps", "reward") else "left")
     for s in rows:
         table.add_row(
@@ -83,9 +93,17 @@ def list_trajectories(
             _fmt_opt(s.reward),
             _fmt_opt(s.passed),
             _fmt_opt(s.self_report_only),
-            s.created_at,
+            s.created_at[:19],
         )
-    table_console().print(table)
+    console = table_console()
+    # a narrow terminal drops the least needed columns rather than split an id
+    fit_to_width(console, table, ids=("session", "task", "reward"), optional=("created", "steps", "status", "agent"))
+    console.print(table)
+
+
+def _stored_task(services, task: str) -> bool:
+    """Whether any stored trajectory has ``task`` as its task id (whatever the agent filter)."""
+    return bool(services.store.trajectories.list(task_id=task, limit=1)[1])
 
 
 @app.command("show")
@@ -96,16 +114,28 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory (ATIF-shaped JSON).")] = False,
     home: HomeOpt = None,
 ) -> None:
-    """Print a trajectory: its summary and a table of its steps. Exit 2 for an unknown id."""
+    """Print a trajectory: its summary, a table of its steps and its score (every criterion with
+    its weight and explanation). Exit 2 for an unknown id."""
     from rich.table import Table
     from rich.text import Text
 
+    from agent_rl_sandbox.schemas.tools import EvalScoreInput
     from agent_rl_sandbox.services import Services
     from agent_rl_sandbox.tools.errors import ActionError
 
     services = Services.build(settings(home))
     try:
         traj = services.store.trajectories.get(session_id)
+        score, score_error = None, None
+        if as_json:
+            pass
+        elif traj.status != "finished":
+            score_error = "still running: scored when it finishes"
+        else:  # the same score as `score store:ID`, the MCP tool eval_score and the web page
+            try:
+                score = services.sandbox.eval_score(EvalScoreInput(session_id=session_id)).report
+            except ActionError as e:
+                score_error = e.message + (f" ({e.hint})" if e.hint else "")
     except ActionError as e:
         raise BadInput(e.message, "`agent-rl-sandbox trajectories list` shows the stored ids") from None
     finally:
@@ -177,6 +207,12 @@ def show(
                 Text(_short((res.content or "") if res else "", 60 if preview else None)),
             )
     console.print(steps)
+    if score is not None:
+        from agent_rl_sandbox.cli.score import render_criteria
+
+        render_criteria(score, console)
+    else:
+        console.print(Text(f"not scored: {score_error}"))
     _print_hidden_checks(console, settings(home).reports_dir, traj.session_id)
 
 

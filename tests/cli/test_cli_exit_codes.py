@@ -85,6 +85,8 @@ def test_tasks(tmp_path, monkeypatch):
     good = cli("tasks", "check", "user/good", *dirs)
     assert good.exit_code == 0
     assert "checking 1 task(s)" in good.stderr and "[1/1] user/good: ok (oracle 1.000" in good.stderr  # progress
+    # one name for the known-bad script's reward, in the progress lines and the table's header
+    assert "known-bad 0.000" in good.stderr and "known-bad reward" in good.stdout and "bad reward" not in good.stderr
     failed = cli("tasks", "check", "user/flat", *dirs)
     assert failed.exit_code == 1 and "FAIL" in failed.stdout, failed.output
     assert "[1/1] user/flat: FAIL" in failed.stderr
@@ -109,7 +111,9 @@ def test_trajectories(home):
     assert listed.exit_code == 0
     sid = json.loads(listed.stdout)["trajectories"][0]["session_id"]
     assert cli("trajectories", "show", sid, "--home", home).exit_code == 0
-    assert cli("trajectories", "list", "--task", "nope", "--home", home).exit_code == 0  # an empty answer is an answer
+    # a known task with no trajectories is an answer (exit 0); a task nothing knows is bad input
+    assert cli("trajectories", "list", "--task", "setup-triage/train-1", "--home", home).exit_code == 0
+    assert_bad_input(cli("trajectories", "list", "--task", "nope", "--home", home), "unknown task 'nope'")
     assert_bad_input(cli("trajectories", "show", "traj_nope", "--home", home), "unknown trajectory 'traj_nope'")
 
 
@@ -239,7 +243,11 @@ def test_export_bad_times_and_unknown_behaviours_are_bad_input(tmp_path):
 def test_the_kill_switch_on_nothing_deployed_says_so_and_still_succeeds(tmp_path):
     h = ["--home", str(tmp_path / "home")]
     typo = cli("adapters", "disable", "setup-triag", *h)
-    assert typo.exit_code == 0 and "no adapter was deployed for 'setup-triag'" in typo.stderr
-    assert "no task has that behaviour" in typo.stderr and "setup-triage" in typo.stderr
+    assert typo.exit_code == 0 and typo.stdout == (
+        "kill switch: setup-triag now routes to the base model (no adapter was deployed for 'setup-triag')\n"
+    )
+    assert "no task has the behaviour 'setup-triag'" in typo.stderr and "setup-triage" in typo.stderr
     known = cli("adapters", "disable", "setup-triage", *h)
-    assert known.exit_code == 0 and "no adapter was deployed" in known.stderr and "no task has" not in known.stderr
+    assert known.exit_code == 0 and "no adapter was deployed" in known.stdout and known.stderr == ""
+    as_json = cli("adapters", "disable", "setup-triage", "--json", *h)
+    assert json.loads(as_json.stdout) == {"adapter": None, "routes": {}} and "no adapter was deployed" in as_json.stderr

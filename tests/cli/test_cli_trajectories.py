@@ -60,8 +60,56 @@ def test_list_shows_whole_ids_and_filters(world):
     assert t["task_id"] == TASK and t["passed"] is True and t["reward"] == 1.0
     r = cli("trajectories", "list", "--limit", "1", home=world["home"])
     assert r.exit_code == 0 and "1 of 2; --limit N for more" in r.stdout
-    r = cli("trajectories", "list", "--task", "nope", home=world["home"])
-    assert r.exit_code == 0 and "no trajectories match task 'nope'" in r.stdout
+    r = cli("trajectories", "list", "--task", "claim-before-edit/heldout-1", home=world["home"])
+    assert r.exit_code == 0 and "no trajectories match task 'claim-before-edit/heldout-1'" in r.stdout
+
+
+def test_an_unknown_task_is_exit_2_with_one_message_in_list_and_export(world):
+    """Fresh user: `trajectories list --task nope` exited 0 ("no trajectories match") while
+    `export sft --task nope` exited 2: a task neither a folder nor the store knows is bad input in both."""
+    listed = cli("trajectories", "list", "--task", "nope", home=world["home"])
+    exported = cli("export", "sft", "--task", "nope", home=world["home"])
+    for r in (listed, exported):
+        assert r.exit_code == 2 and r.stdout == "", (r.exit_code, r.stdout)
+        assert r.stderr.startswith("error: unknown task 'nope': no task folder and no stored trajectory")
+    assert listed.stderr == exported.stderr
+    # a task only the store knows (no folder) is known: its trajectories are listed
+    store_only = cli("trajectories", "list", "--task", TASK, "--agent", "nobody", home=world["home"])
+    assert store_only.exit_code == 0 and "no trajectories match" in store_only.stdout
+
+
+def _criteria_rows(out: str) -> dict[str, list[str]]:
+    """The criteria table's rows: criterion id -> [status, value, weight, explanation]."""
+    rows: dict[str, list[str]] = {}
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip().startswith("criteria of "))
+    for ln in lines[start:]:
+        cells = [c.strip() for c in ln.split("│")[1:-1]]
+        if len(cells) == 5 and cells[0]:
+            rows[cells[0]] = cells[1:]
+        if ln.startswith("└"):
+            break
+    return rows
+
+
+def test_show_and_score_store_list_every_criterion_with_its_explanation(world):
+    """Fresh user: `trajectories show` listed no criteria (the README says it does) and `score
+    store:ID` named only the failed ones. Both print every criterion: status, value, weight and the
+    explanation that `score --json` (the same scorer as eval_score and the web page) gives."""
+    ref = json.loads(cli("score", f"store:{world['bad']}", "--json", home=world["home"]).stdout)
+    criteria = ref["trajectories"][0]["criteria"]
+    assert any(c["status"] == "pass" for c in criteria) and any(c["status"] == "fail" for c in criteria)
+    for args in (("trajectories", "show", world["bad"]), ("score", f"store:{world['bad']}")):
+        r = cli(*args, home=world["home"])
+        assert r.exit_code == 0, r.stdout + r.stderr
+        rows = _criteria_rows(r.stdout)
+        assert set(rows) == {c["id"] for c in criteria}, args
+        for c in criteria:
+            status, _value, weight, explanation = rows[c["id"]]
+            assert status.startswith(c["status"]) and float(weight) == c["weight"]
+            assert explanation == c["explanation"], (args, c["id"])
+    claim = next(c for c in criteria if c["id"] == "claims_before_edit")
+    assert "edited before claiming: shopcart/pricing.py (step" in claim["explanation"]
 
 
 def test_show_prints_summary_and_steps(world):
