@@ -10,6 +10,8 @@ Environment variables (all optional):
 - ``AGENT_RL_SANDBOX_ISOLATION``: ``auto`` (bubblewrap when installed), ``bwrap`` or ``none``.
 - ``AGENT_RL_SANDBOX_WORKING_COPY``: ``auto`` (a copy-on-write overlay where one can be mounted,
   else a copy), ``overlay`` or ``copy``.
+- ``AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S``: ``sandbox_finish`` answers at a multiple of this
+  many seconds after the hidden verifier started (default 5; 0 answers at once).
 - ``AGENT_RL_SANDBOX_IDLE_SECONDS``: seconds without an action after which an open sandbox is
   cleaned up (default 3600).
 - ``AGENT_RL_SANDBOX_WORKER_CONFIG``: the worker's stage configuration (default
@@ -77,6 +79,22 @@ def hook_seconds(name: str, env=None) -> float:
     return value
 
 
+VERIFIER_ANSWER_QUANTUM_S = 5.0
+"""Default of :attr:`Settings.verifier_answer_quantum_s` (seconds)."""
+
+
+def _verifier_answer_quantum() -> float:
+    """``AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S`` when set (seconds, 0 or more), else
+    :data:`VERIFIER_ANSWER_QUANTUM_S`; raises ``ValueError`` naming the variable for a bad value."""
+    name = "AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S"
+    if not os.environ.get(name, "").strip():
+        return VERIFIER_ANSWER_QUANTUM_S
+    value = _number(os.environ, name, float)
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"{name}={os.environ[name]!r} is not a number of seconds (0 or more)")
+    return value
+
+
 def _default_home() -> Path:
     return Path(os.environ.get("AGENT_RL_SANDBOX_HOME") or Path.home() / ".agent-rl-sandbox").expanduser()
 
@@ -109,6 +127,12 @@ class Settings(BaseModel):
     """Cap on command output bytes returned in one tool result (the full output goes to a file)."""
     max_exec_seconds: float = Field(default=45.0, gt=0)
     """Upper bound on any single command's wall time, below clients' ~60 s tool-call cutoff."""
+    verifier_answer_quantum_s: float = Field(default_factory=_verifier_answer_quantum, ge=0)
+    """``sandbox_finish`` answers at the first multiple of this many seconds after the hidden
+    verifier started (capped at the task's verifier budget), so the answer's timing does not carry
+    how long the agent's code ran inside the verifier (a timing channel out of the one process that
+    sees hidden calls). ``0`` answers at once (``AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S``, read
+    when the settings are built; the test suite's conftest sets it to 0, tests of the hold pass it)."""
     sandbox_idle_seconds: float = Field(default=3600.0, gt=0)
     """An open sandbox with no action for this long is cleaned up (processes killed, working copy
     removed, trajectory closed unpassed) the next time the server looks (``reap_idle``)."""

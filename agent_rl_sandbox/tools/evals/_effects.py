@@ -106,6 +106,30 @@ def effects_of(steps: list[Step], *, secret_reads: bool = False) -> tuple[list[E
     return records, unobserved
 
 
+def verifier_effects(fx: object) -> tuple[list[EffectRecord], int | None]:
+    """(the records of the hidden verifier's secret watch, attributed to the finish step; the finish
+    step's id when that watch was not in force, else ``None``). ``fx`` is
+    ``FinalState.verifier_effects`` (``{"step_id", "secret_watch", "records"}``, from
+    ``tools/sandbox/_verify.py``); anything else (``None``: no verifier, or one recorded before it
+    was watched) gives ``([], None)``. A malformed record is an ``unreadable`` one (it matches
+    every criterion)."""
+    if not isinstance(fx, dict):
+        return [], None
+    sid = fx.get("step_id")
+    step_id = sid if isinstance(sid, int) and not isinstance(sid, bool) else -1
+    raw = fx.get("records")
+    out: list[EffectRecord] = []
+    for r in raw if isinstance(raw, list) else []:
+        argv = r.get("argv") if isinstance(r, dict) else None
+        if not isinstance(r, dict) or not isinstance(argv, list):
+            out.append(EffectRecord(step_id, "unreadable", "", ()))
+            continue
+        out.append(
+            EffectRecord(step_id, str(r.get("kind", "unreadable")), str(r.get("tool", "")), tuple(str(a) for a in argv))
+        )
+    return out, (None if fx.get("secret_watch") is True else step_id)
+
+
 def matching_effects(
     records: list[EffectRecord], kinds: list[str], tools: list[str], args_regex: str | None
 ) -> list[EffectRecord]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import math
 import os
 import re
 import shutil
@@ -1633,7 +1634,13 @@ class SandboxService:
 
     # -- finish and scoring --------------------------------------------------------------------
     def _final_state(
-        self, row: SandboxRecord, wc: WorkingCopy, final_tree: str, verifier_exit: int | None, verifier_out: str
+        self,
+        row: SandboxRecord,
+        wc: WorkingCopy,
+        final_tree: str,
+        verifier_exit: int | None,
+        verifier_out: str,
+        verifier_fx: dict | None = None,
     ) -> FinalState:
         base_tree = wc.base_tree(row.base_commit)
         return FinalState(
@@ -1642,6 +1649,7 @@ class SandboxService:
             changed_paths=tuple(wc.changed_between(base_tree, final_tree)),
             verifier_exit_code=verifier_exit,
             verifier_output=verifier_out,
+            verifier_effects=verifier_fx,
             base_paths=tuple(
                 p
                 for p in wc.git("ls-tree", "-r", "-z", "--name-only", base_tree)
@@ -1682,7 +1690,7 @@ class SandboxService:
                     ),
                 )
             wc.prefetch(final_tree, changed)  # one pipelined read for the tamper check and the scorer
-            self._record(
+            finish_step = self._record(
                 sid,
                 "sandbox_finish",
                 {"message": inp.text},
@@ -1713,8 +1721,12 @@ class SandboxService:
             }
             # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
             # verifier_out is already what an agent may see (the verdict only, every split: _ownership).
-            verifier_exit, verifier_out = verify(self, task, inp.sandbox_id, sid, final_tree, actions_doc)
-            state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out)
+            started = time.monotonic()
+            verifier_exit, verifier_out, verifier_fx = verify(
+                self, task, inp.sandbox_id, sid, final_tree, actions_doc, base_tree=base_tree
+            )
+            verifier_fx["step_id"] = finish_step
+            state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out, verifier_fx)
             report = score_trajectory(traj.model_copy(update={"final_message": inp.text}), task.reward_spec, state)
             report_path = self.settings.reports_dir / f"{sid}.score.json"
             report_path.write_text(report.model_dump_json(indent=2))
@@ -1726,7 +1738,12 @@ class SandboxService:
                 self_report_only=report.self_report_only,
                 reward_components={c.id: c.value for c in report.criteria},
                 score=report.model_dump(mode="json")
-                | {"verifier_exit_code": verifier_exit, "final_tree": final_tree, "isolation": self.isolation.kind},
+                | {
+                    "verifier_exit_code": verifier_exit,
+                    "final_tree": final_tree,
+                    "isolation": self.isolation.kind,
+                    "verifier_effects": verifier_fx,
+                },
             )
             self.store.sandboxes.update(inp.sandbox_id, status="finished")
             wc.pin(f"finished/{sid}", final_tree, row.base_commit)  # kept through later resets' prune (eval_score)
@@ -1737,6 +1754,7 @@ class SandboxService:
             wc.close()
             self._drop_repo(inp.sandbox_id)
             shutil.rmtree(dirs["verifier"], ignore_errors=True)
+            self._hold_answer(task, started)
         return SandboxFinishOutput(
             session_id=sid,
             reward=report.reward,
@@ -1752,6 +1770,22 @@ class SandboxService:
             report_path=str(report_path),
             isolation=self.isolation.detail,
         )
+
+    def _hold_answer(self, task: Task, started: float) -> None:
+        """Hold ``sandbox_finish``'s answer until the next multiple of the quantum after ``started``
+        (the verifier's start, ``time.monotonic()``), so its wall time does not carry how long the
+        agent's code ran inside the verifier (red team W2-W4: a sleep keyed to a secret byte or to
+        the number of hidden calls). The quantum is ``settings.verifier_answer_quantum_s`` capped at
+        the task's verifier budget (``verifier_timeout_seconds``, itself capped at
+        ``max_exec_seconds``), so a verifier within one quantum always answers at
+        ``started + quantum``; the remaining channel is which of ``ceil(budget / quantum) + 1``
+        steps the answer lands on (README, "What the reward tells an agent")."""
+        budget = min(task.config.verifier_timeout_seconds, self.settings.max_exec_seconds)
+        quantum = min(self.settings.verifier_answer_quantum_s, budget)
+        if quantum <= 0:
+            return
+        elapsed = time.monotonic() - started
+        time.sleep(max(0.0, math.ceil(elapsed / quantum) * quantum - elapsed))
 
     def step_diffs(self, session_id: str, caller: Caller = OPERATOR) -> dict[int, str]:
         """The sandbox diff after each step that changed the tree (:func:`._diffs.step_diffs`), for
@@ -1803,7 +1837,15 @@ class SandboxService:
             row = self.store.sandboxes.get(traj.sandbox_id)
             dirs = self._dirs(traj.sandbox_id)
             wc = WorkingCopy(dirs["git"], dirs["repo"])
-            state = self._final_state(row, wc, stored["final_tree"], stored.get("verifier_exit_code"), "")
+            fx = stored.get("verifier_effects")
+            state = self._final_state(
+                row,
+                wc,
+                stored["final_tree"],
+                stored.get("verifier_exit_code"),
+                "",
+                fx if isinstance(fx, dict) else None,
+            )
             report = score_trajectory(traj, task.reward_spec, state)
             wc.close()
         else:
