@@ -5,9 +5,11 @@ cases and the claims check). The baseline is the same task with the verifier it 
 trusted runner: ``tests/test.sh`` running ``python -m pytest`` over the same cases in one sandbox
 (which imports the agent's code into the process that decides). Each round resets the sandbox,
 claims and writes the fix, and times ``sandbox_finish`` (export, verifier, scoring). Prints p50/p95
-of both and their ratio.
+of both and their ratio, each with the answer held to the verifier-answer quantum
+(``--quantum``, default the server's: ``Settings.verifier_answer_quantum_s``) and answered at once
+(quantum 0), and the hold's cost as a ratio.
 
-    .venv/bin/python bench/sandbox_finish.py [--rounds 10]
+    .venv/bin/python bench/sandbox_finish.py [--rounds 10] [--quantum 5]
 """
 
 from __future__ import annotations
@@ -95,28 +97,43 @@ def rounds_of(services: Services, task_id: str, rounds: int) -> list[float]:
     return times
 
 
+def _line(label: str, times: list[float]) -> str:
+    return (
+        f"{label}: p50 {pct(times, 0.5) * 1000:.0f} ms, p95 {pct(times, 0.95) * 1000:.0f} ms "
+        f"(mean {statistics.mean(times) * 1000:.0f} ms)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--quantum", type=float, default=None, help="seconds; default the server's setting")
     args = ap.parse_args()
+    quantum = args.quantum if args.quantum is not None else Settings().verifier_answer_quantum_s
+    runs: dict[tuple[str, float], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tasks = Path(tmp) / "tasks"
         pytest_task(tasks / "pytest-verifier")
-        services = Services.build(Settings(home=Path(tmp) / "home", task_dirs=(tasks,)))
-        try:
-            trusted = rounds_of(services, "claim-before-edit", args.rounds)
-            legacy = rounds_of(services, "bench/pytest-verifier", args.rounds)
-        finally:
-            services.sandbox.close()
-            services.close()
-    t50, t95, l50, l95 = pct(trusted, 0.5), pct(trusted, 0.95), pct(legacy, 0.5), pct(legacy, 0.95)
-    print(
-        f"sandbox_finish, trusted runner (checks.toml): p50 {t50 * 1000:.0f} ms, p95 {t95 * 1000:.0f} ms (mean {statistics.mean(trusted) * 1000:.0f} ms)"
-    )
-    print(
-        f"baseline, pytest shell verifier, same cases:  p50 {l50 * 1000:.0f} ms, p95 {l95 * 1000:.0f} ms (mean {statistics.mean(legacy) * 1000:.0f} ms)"
-    )
-    print(f"ratio (baseline p50 / trusted p50): {l50 / t50:.1f}x")
+        for q in (0.0, quantum):
+            services = Services.build(
+                Settings(home=Path(tmp) / f"home-{q}", task_dirs=(tasks,), verifier_answer_quantum_s=q)
+            )
+            try:
+                runs["trusted", q] = rounds_of(services, "claim-before-edit", args.rounds)
+                runs["legacy", q] = rounds_of(services, "bench/pytest-verifier", args.rounds)
+            finally:
+                services.sandbox.close()
+                services.close()
+    for q in (0.0, quantum):
+        held = f"answer held to {q:g} s steps" if q else "answered at once"
+        print(_line(f"sandbox_finish, trusted runner (checks.toml), {held}", runs["trusted", q]))
+        print(_line(f"baseline, pytest shell verifier, same cases, {held}", runs["legacy", q]))
+        print(
+            f"  ratio (baseline p50 / trusted p50): {pct(runs['legacy', q], 0.5) / pct(runs['trusted', q], 0.5):.1f}x"
+        )
+    for kind in ("trusted", "legacy"):
+        ratio = pct(runs[kind, quantum], 0.5) / pct(runs[kind, 0.0], 0.5)
+        print(f"hold's cost, {kind}: p50 held / p50 at once = {ratio:.1f}x")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,9 @@ def trainer_kwargs(plan: Any, paths: Any) -> dict[str, Any]:
     from agent_rl_sandbox.trainers.environment import environment_class
 
     rows = read_rows(plan.dataset_path, "agentic_grpo")
-    services = Services.build(Settings.from_env())
+    # in-process rollouts: the policy reads no clock, so sandbox_finish's answer hold (a timing
+    # channel's cure for MCP clients, Settings.verifier_answer_quantum_s) would only cost ~5 s per episode
+    services = Services.build(Settings.from_env(verifier_answer_quantum_s=0.0))
     env_rows = environment_rows(rows, services.sandbox.tasks)
     tools = tools_of(rows)
     return {

@@ -109,7 +109,8 @@ def run(stage: str, *, episodes: int = 1, budget: Budget = EVAL_BUDGET) -> dict[
         if not (adapter / "adapter_config.json").is_file():
             raise StageError(f"no trained adapter in {adapter}. Next step: the train stage must save one")
     dataset = (doc.get("dataset") or {}).get("path") or (spec.get("dataset") or {}).get("path")
-    services = Services.build(Settings.from_env())
+    # the episodes run in this process: no client times sandbox_finish, so no answer hold (see agentic.py)
+    services = Services.build(Settings.from_env(verifier_answer_quantum_s=0.0))
     try:
         suite = heldout_tasks(services, behaviour)
         found = training_tools(dataset)
