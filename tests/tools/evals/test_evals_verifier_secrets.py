@@ -142,3 +142,15 @@ def test_the_hold_lands_on_a_multiple_of_the_quantum_capped_by_the_verifier_budg
     finally:
         s.sandbox.close()
         s.close()
+
+
+def test_the_quantum_is_read_from_the_environment_and_a_bad_value_names_the_variable(monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S", "2.5")
+    assert Settings(home=tmp_path).verifier_answer_quantum_s == 2.5
+    assert Settings.from_env(home=tmp_path).verifier_answer_quantum_s == 2.5
+    for bad in ("soon", "-1", "inf"):
+        monkeypatch.setenv("AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S", bad)
+        with pytest.raises(ValueError, match="AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S"):
+            Settings(home=tmp_path)
+    monkeypatch.delenv("AGENT_RL_SANDBOX_VERIFIER_ANSWER_QUANTUM_S")
+    assert Settings(home=tmp_path).verifier_answer_quantum_s == 5.0
