@@ -233,8 +233,11 @@ def render_report(report: EvalReport, console: Console, trajectory_count: int | 
         console.print(t)
     for p in report.problems[:MAX_TABLE_ROWS]:
         console.print(f"[red]problem[/red] {p.source} {p.where}: {p.message}", markup=True, highlight=False)
-    for w in report.warnings:
-        console.print(f"[yellow]warning[/yellow] {w}", highlight=False)
+    from agent_rl_sandbox.tools.evals import is_info_note
+
+    for w in report.warnings:  # good news (every ATIF trajectory a verified export) is a note, not a warning
+        label = "[cyan]note[/cyan]" if is_info_note(w) else "[yellow]warning[/yellow]"
+        console.print(f"{label} {w}", highlight=False)
     if report.gate is not None:
         render_verdict(report.gate, console)
 

@@ -321,3 +321,18 @@ async def test_sdk_level_errors_also_say_what_to_do_next(server, tool, args, nee
     text = res.content[0].text
     assert res.is_error and needle in text
     assert "Next step:" in text and "errors.pydantic.dev" not in text
+
+
+async def test_eval_score_of_a_self_logged_trajectory_says_it_has_no_sandbox(server):
+    """Fresh user: eval_score on a trajectory_start trajectory said "finish the sandbox first", but
+    there is no sandbox to finish. The unscorable verifier criterion now says why."""
+    async with Client(server) as client:
+        started = await client.call_tool("trajectory_start", {"task_id": TASK})
+        sid = started.structured_content["trajectory"]["session_id"]
+        done = await client.call_tool("trajectory_finish", {"session_id": sid, "final_message": "done: ran tests"})
+        assert not done.is_error, done.content[0].text
+        res = await client.call_tool("eval_score", {"session_id": sid})
+        assert not res.is_error, res.content[0].text
+        expl = [c["explanation"] for c in res.structured_content["report"]["criteria"] if c["status"] == "error"]
+        assert any("ran in no sandbox" in e and "no hidden verifier ran" in e for e in expl), expl
+        assert not any("finish the sandbox first" in e for e in expl), expl

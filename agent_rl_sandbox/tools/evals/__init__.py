@@ -18,6 +18,7 @@ from agent_rl_sandbox.tools.evals._atif import load_atif_file, trajectory_from_a
 from agent_rl_sandbox.tools.evals._gates import BUILTIN_GATES, evaluate_gate, load_baseline, load_gates
 from agent_rl_sandbox.tools.evals._gating import StoreScorer, is_store_input, score_and_gate
 from agent_rl_sandbox.tools.evals._harness import (
+    is_info_note,
     load_unhooks,
     score_atif,
     score_path,
@@ -60,6 +61,7 @@ __all__ = [
     "model_output_steps",
     "parse_tool_calls",
     "report_json",
+    "is_info_note",
     "score_and_gate",
     "score_atif",
     "score_path",

@@ -291,6 +291,17 @@ def _problem(e: EvalInputError, label: str) -> InputProblem:
     return InputProblem(source=label, where=where if in_doc else "$", message=rest if in_doc else msg)
 
 
+VERIFIED_NOTE_TAIL = "of this store (signature checked), so step provenance counts as recorded"
+"""How the trust note ends when every ATIF trajectory is a verified export: good news, which the CLI
+prints as a ``note`` line, not a ``warning`` (see :func:`is_info_note`)."""
+
+
+def is_info_note(text: str) -> bool:
+    """Whether an :class:`EvalReport` ``warnings`` entry is information only (every ATIF trajectory a
+    verified export), so a reader shows it as a note rather than a warning."""
+    return text.startswith("ATIF ") and text.endswith(VERIFIED_NOTE_TAIL)
+
+
 def _trust_note(verified: int, total: int) -> str:
     """The report's note on whose word the steps are: an ATIF file's step provenance (server, hook,
     agent) counts only when the file is a verified export of this store (its signature checks out);
@@ -299,7 +310,7 @@ def _trust_note(verified: int, total: int) -> str:
     noun = "trajectory" if total == 1 else "trajectories"
     if verified == total:
         each = "it is a verified export" if total == 1 else f"all {total} are verified exports"
-        return f"ATIF {noun}: {each} of this store (signature checked), so step provenance counts as recorded"
+        return f"ATIF {noun}: {each} {VERIFIED_NOTE_TAIL}"
     if verified == 0:
         each = "it is not a verified export" if total == 1 else f"none of the {total} is a verified export"
         return (

@@ -371,6 +371,12 @@ def _file_unchanged(c: FileUnchanged, ctx: _Ctx) -> CriterionResult:
 def _verifier_exit_code(c: VerifierExitCode, ctx: _Ctx) -> CriterionResult:
     code = ctx.state.verifier_exit_code
     if code is None:
+        if ctx.trajectory.sandbox_id is None:  # self-logged (trajectory_start): no sandbox, no verifier
+            raise _Unscorable(
+                "this trajectory ran in no sandbox (self-logged through trajectory_start, or imported), so no "
+                "hidden verifier ran and its verified criteria are unscorable; play the task through "
+                "sandbox_reset to have them scored"
+            )
         raise _Unscorable("the hidden verifier has not run (finish the sandbox first)")
     ok = code == c.expected
     tail = ctx.state.verifier_output.strip().splitlines()[-1:] if ctx.state.verifier_output else []

@@ -327,3 +327,14 @@ def test_jsonl_detected_by_content_with_line_numbers(tmp_path):
     report = score_path(p, spec=spec)
     assert [t.session_id for t in report.trajectories] == ["a", "b"]
     assert [(x.source, x.where) for x in report.problems] == [("two.json:4", "$.session_id")]
+
+
+def test_all_verified_trust_note_is_information_not_a_warning():
+    """Fresh user: "warning ATIF trajectories: all 4 are verified exports" read as bad news. That
+    note (and only it) is information: the CLI prints it as ``note``."""
+    from agent_rl_sandbox.tools.evals import is_info_note
+    from agent_rl_sandbox.tools.evals._harness import _trust_note
+
+    assert is_info_note(_trust_note(4, 4)) and is_info_note(_trust_note(1, 1))
+    assert not any(is_info_note(_trust_note(v, 4)) for v in (0, 3))
+    assert not is_info_note("ATIF trajectory: something else") and not is_info_note("no trajectories were scored")
