@@ -122,7 +122,7 @@ async def _mcp_part(
             "trainer": trainer,
             "base_model": str(model_dir),
             "dataset": {"kind": "file", "path": path},
-            "adapter": {"kind": "lora", "rank": 16, "alpha": 32, "learning_rate": lr / 10 if grpo_steps else lr},
+            "adapter": {"kind": "lora", "rank": 16, "alpha": 32, "learning_rate": lr / 100 if grpo_steps else lr},
             "gate": {"name": "default", "behaviour": BEHAVIOUR},
             "caps": {"max_steps": sft_steps + grpo_steps, "timeout_s": 1800, "max_gpu_hours": 0},
             "hyperparameters": hp,

@@ -26,7 +26,7 @@ def demo(
     grpo_steps: Annotated[
         int, typer.Option("--grpo-steps", help="Agentic GRPO steps after the SFT warm-up (0: an SFT job).")
     ] = 4,
-    lr: Annotated[float, typer.Option("--lr", help="SFT learning rate of the --train job (GRPO: a tenth).")] = 1e-2,
+    lr: Annotated[float, typer.Option("--lr", help="SFT learning rate of the --train job (GRPO: a hundredth).")] = 1e-2,
 ) -> None:
     """Start the server over stdio, play a good and a careless scripted agent, print their scores.
         With --train, run the whole training loop on the tiny local model (README: "The local policy agent
