@@ -39,6 +39,10 @@ def test_demo_train_runs_every_stage(tmp_path, monkeypatch, tiny_model_dir):
     figures = json.loads(re.search(r"measured: (\{.*\})", out.replace("\n", " ")).group(1))
     ws = home / "jobs" / figures["job_id"]
     assert (ws / "warmup" / "adapter" / "adapter_config.json").is_file()  # the SFT warm-up ran
+    spec = json.loads((ws / "job.json").read_text())["spec"]
+    # the default --lr (1e-2) for SFT; GRPO at a hundredth (at a tenth, 4 GRPO steps undid the SFT: README)
+    assert spec["hyperparameters"]["sft_learning_rate"] == 1e-2, spec
+    assert spec["adapter"]["learning_rate"] == pytest.approx(1e-4), spec
     metrics = [json.loads(line) for line in (ws / "metrics.jsonl").read_text().splitlines()]
     assert metrics and "frac_reward_zero_std" in metrics[0]  # then agentic GRPO over the sandboxes
     services = Services.build(Settings(home=home))
