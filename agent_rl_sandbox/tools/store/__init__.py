@@ -9,6 +9,7 @@ Public surface::
       .begin_episode(...)         a sandbox episode's start in one transaction -> EpisodeStart (NewSandbox)
     SandboxRecord, PendingEvent, AppendResult, BulkResult    typed records the repositories return
     StepRejected, TrajectoryExists    a bulk-imported step that cannot be stored; a bulk import's id is taken
+    StepsChanged                  finish(steps_scored=N) found another step count (a step landed while scoring)
     StoreError, OUTCOMES, new_id, utcnow, normalise_time
     lone_surrogate_at, NOT_UNICODE   where a value holds text no store can hold (a lone surrogate); the reason
     Redactor                      detect-secrets based redaction ([REDACTED:<type>] markers), loaded lazily
@@ -41,6 +42,7 @@ from agent_rl_sandbox.tools.store._trajectories import (
     AppendResult,
     BulkResult,
     StepRejected,
+    StepsChanged,
     TrajectoryExists,
     TrajectoryRepository,
     unknown_trajectory,
@@ -69,6 +71,7 @@ __all__ = [
     "SandboxRecord",
     "SandboxRepository",
     "StepRejected",
+    "StepsChanged",
     "Store",
     "StoreError",
     "unknown_trajectory",

@@ -107,6 +107,21 @@ def _finished(session_id: str) -> StoreError:
     )
 
 
+class StepsChanged(StoreError):
+    """:meth:`TrajectoryRepository.finish` was told how many steps its score read
+    (``steps_scored``) and the trajectory holds another count: a step landed after the score was
+    computed (another server process, a hook). Nothing was written; score the stored steps again."""
+
+    def __init__(self, session_id: str, scored: int, stored: int):
+        super().__init__(
+            f"trajectory {session_id} has {stored} steps but its score read {scored}: a step was recorded while "
+            "it was being scored; not finished",
+            "score the stored steps again and finish with that score",
+        )
+        self.scored = scored
+        self.stored = stored
+
+
 @dataclass
 class AppendResult:
     """What :meth:`TrajectoryRepository.log_steps` did: the steps in input order (stored ones for retried
@@ -905,9 +920,15 @@ class TrajectoryRepository:
         reward_components: dict[str, float] | None = None,
         score: dict | None = None,
         finished_at: str | None = None,
+        steps_scored: int | None = None,
     ) -> TrajectorySummary:
-        """Close a trajectory (immutable afterwards) and store its final message and score. ``finished_at``
-        (ISO 8601; default now) is when the work ended: importers pass the session's last event."""
+        """Close a trajectory (immutable afterwards: :meth:`log_steps` refuses new steps) and store its
+        final message and score. ``finished_at`` (ISO 8601; default now) is when the work ended:
+        importers pass the session's last event. ``steps_scored``: how many steps the score was computed
+        from; checked against the stored count inside the closing transaction (SQLite's write lock, the
+        row lock on PostgreSQL), so a score never stands for a trajectory that gained a step after it was
+        computed. Raises :class:`StepsChanged` then, :class:`StoreError` for an unknown or finished
+        trajectory; nothing is written on either."""
         _refuse_surrogates("the trajectory", {"final_message": final_message, "finished_at": finished_at})
         if final_message:
             final_message, _ = self.redactor.text(final_message)
@@ -915,6 +936,8 @@ class TrajectoryRepository:
             row = self._row(conn, session_id, lock=True)
             if row["status"] == "finished":
                 raise StoreError(f"trajectory {session_id} is already finished", "trajectory_get shows its result")
+            if steps_scored is not None and row["step_count"] != steps_scored:
+                raise StepsChanged(session_id, steps_scored, row["step_count"])
             conn.execute(
                 update(trajectories)
                 .where(trajectories.c.session_id == session_id)

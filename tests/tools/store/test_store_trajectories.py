@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import Boolean, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, create_engine, select
 
-from agent_rl_sandbox.tools.store import Store, StoreError
+from agent_rl_sandbox.tools.store import StepsChanged, Store, StoreError
 from agent_rl_sandbox.tools.store._schema import steps as steps_table
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -295,3 +295,40 @@ def test_concurrent_retries_of_one_batch_store_it_once(store_url):
     assert stores[0].trajectories.get(sid).step_count == 50
     for s in stores:
         s.close()
+
+
+def _server_step(i: int) -> dict:
+    """A step as the sandbox service records it (server provenance, no client step id)."""
+    return {"message": f"server step {i}", "provenance": "server", "outcome": "ok", "extra": {"event": "exec"}}
+
+
+def test_no_step_of_any_provenance_lands_on_a_finished_trajectory(store):
+    t = store.trajectories.start(agent={"name": "a"}, task_id="t1")
+    store.trajectories.log_steps(t.session_id, [_server_step(1)])
+    store.trajectories.finish(t.session_id, final_message="done", reward=1.0, passed=True, steps_scored=1)
+    tries = [lambda s: store.trajectories.log_steps(t.session_id, [s])]
+    if store.trajectories.writes_without_waiting:  # SQLite: the event loop's direct DB-API path too
+        tries.append(lambda s: store.trajectories.log_steps(t.session_id, [s], nowait=True))
+    for attempt in tries:
+        for step in (_server_step(2), {**_server_step(3), "client_step_id": "late-1"}, _step(4)):
+            with pytest.raises(StoreError, match="finished and immutable"):
+                attempt(step)
+    got = store.trajectories.get(t.session_id)
+    assert got.step_count == 1 and [s.message for s in got.steps] == ["server step 1"] and got.reward == 1.0
+
+
+def test_finish_refuses_a_score_that_did_not_read_every_stored_step(store):
+    """A step recorded between reading the steps and closing the trajectory (a race against another
+    server process): the close is refused inside its transaction and nothing is written."""
+    t = store.trajectories.start(agent={"name": "a"}, task_id="t1")
+    store.trajectories.log_steps(t.session_id, [_server_step(1), _server_step(2)])
+    scored = len(store.trajectories.get(t.session_id).steps)
+    store.trajectories.log_steps(t.session_id, [_server_step(3)])  # lands after the score read the steps
+    with pytest.raises(StepsChanged, match="has 3 steps but its score read 2") as e:
+        store.trajectories.finish(t.session_id, final_message="done", reward=1.0, passed=True, steps_scored=scored)
+    assert (e.value.scored, e.value.stored) == (2, 3)
+    summary = store.trajectories.summary(t.session_id)
+    assert summary.status == "running" and summary.reward is None
+    store.trajectories.log_steps(t.session_id, [_server_step(4)])  # still open for steps
+    done = store.trajectories.finish(t.session_id, final_message="done", reward=0.0, passed=False, steps_scored=4)
+    assert done.status == "finished" and done.reward == 0.0
