@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
+import json
 import logging
 import math
 import os
@@ -122,7 +124,7 @@ from agent_rl_sandbox.tools.sandbox._shims import EffectRecorder, ShimSet, saved
 from agent_rl_sandbox.tools.sandbox._task import BUILTIN_TASKS_DIR, Task, discover_tasks
 from agent_rl_sandbox.tools.sandbox._usage import Budget
 from agent_rl_sandbox.tools.sandbox._verify import verify
-from agent_rl_sandbox.tools.store import NewSandbox, SandboxRecord, Store
+from agent_rl_sandbox.tools.store import NewSandbox, SandboxRecord, StepsChanged, Store
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,10 @@ log = logging.getLogger(__name__)
 SHORT_HOLD_WAIT_S = 5.0
 """How long a changing call waits for a sandbox a read (``sandbox_state``'s snapshot) or idle
 reaping holds; a sandbox another changing call holds is answered busy at once."""
+HOLD_FILE = "hold.lock"
+"""A sandbox's cross-process hold (:meth:`SandboxService._file_hold`): a file in its folder (server-only),
+``flock``-ed by the call holding it, which notes itself there (JSON: tool, what, start time) for the
+busy answer of the other server processes sharing the home."""
 _OUTPUT_LOG = re.compile(r"exec-[0-9a-f]{8}\.log")
 """Name of a command's kept output under ``logs/`` (the only files :meth:`SandboxService.read_output` opens)."""
 _CACHES = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -285,9 +291,11 @@ class SandboxService:
     trajectories belong to the caller that created it, and another caller's action is refused
     before anything is read, run or recorded (:mod:`._ownership`).
 
-    Thread-safe: one changing call (exec, write, claim, reset, finish) holds a sandbox at a time and a
-    second one is refused at once with a busy error (:meth:`_hold`); reads (read_file, state,
-    read_output) never wait for it; different sandboxes proceed in parallel. Raises :class:`ActionError` (with a next step) for anything an agent can fix.
+    Thread-safe, and safe across the server processes sharing a home (``serve --http --workers N``):
+    one changing call (exec, write, claim, reset, finish) holds a sandbox at a time, recording its step
+    inside the hold, and a second one, in any of those processes, is refused at once with a busy error
+    (:meth:`_hold`); reads (read_file, state, read_output) never wait for it; different sandboxes
+    proceed in parallel. Raises :class:`ActionError` (with a next step) for anything an agent can fix.
     """
 
     def __init__(self, settings: Settings, store: Store | None = None):
@@ -494,39 +502,139 @@ class SandboxService:
         with self._locks_guard:
             return self._locks.setdefault(sandbox_id, threading.Lock())
 
+    def _file_hold(self, sandbox_id: str, running: _Running | None) -> int | None:
+        """Take the sandbox's cross-process hold: an exclusive ``flock`` on :data:`HOLD_FILE` in its
+        folder, taken without waiting, so the server processes sharing a home (``serve --http
+        --workers N``) serialise their changing calls as the threads of one process do. Returns the
+        locked descriptor (close it, with :meth:`_file_release`, to let go), ``-1`` when the sandbox
+        has no folder (nothing to hold: a new or removed sandbox), or ``None`` when another process
+        holds it. ``running`` (the changing call taking it; ``None`` for a short hold: a read's
+        snapshot, idle reaping) is written into the file for the other processes' busy answer."""
+        try:
+            fd = os.open(
+                self._dirs(sandbox_id)["root"] / HOLD_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+            )
+        except FileNotFoundError:
+            return -1
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            os.ftruncate(fd, 0)
+            if running is not None:
+                info = {
+                    "tool": running.tool,
+                    "what": running.what[:200],
+                    "started": time.time() - (time.monotonic() - running.started),
+                    "expect_s": running.expect_s,
+                    "pid": os.getpid(),
+                }
+                os.pwrite(fd, json.dumps(info).encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @staticmethod
+    def _file_release(fd: int) -> None:
+        """Let go of a hold :meth:`_file_hold` took (clears the holder's note first)."""
+        if fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+        os.close(fd)  # the flock goes with the last descriptor of its open file
+
+    def _file_holder(self, sandbox_id: str) -> _Running | None:
+        """The changing call another process noted in the sandbox's hold file, or ``None`` (a short
+        hold, or a note not written yet or unreadable)."""
+        try:
+            info = json.loads((self._dirs(sandbox_id)["root"] / HOLD_FILE).read_bytes() or b"null")
+            if not isinstance(info, dict):
+                return None
+            expect = info.get("expect_s")
+            return _Running(
+                str(info["tool"]),
+                str(info.get("what") or ""),
+                time.monotonic() - max(0.0, time.time() - float(info["started"])),
+                float(expect) if expect is not None else None,
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _take_file_hold(self, sandbox_id: str, running: _Running | None, wait_s: float) -> int:
+        """:meth:`_file_hold`, waiting up to ``wait_s`` seconds while another process holds the
+        sandbox for a moment (a short hold); raises the busy :class:`ActionError` at once when the
+        other process's note names a changing call, or when the wait runs out."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            fd = self._file_hold(sandbox_id, running)
+            if fd is not None:
+                return fd
+            other = self._file_holder(sandbox_id)
+            if other is not None or time.monotonic() >= deadline:
+                raise self._busy(sandbox_id, other)
+            time.sleep(0.02)
+
     @contextmanager
-    def _hold(self, sandbox_id: str, tool: str, what: str = "", expect_s: float | None = None) -> Iterator[None]:
+    def _hold(
+        self,
+        sandbox_id: str,
+        tool: str,
+        what: str = "",
+        expect_s: float | None = None,
+        session_id: str | None = None,
+    ) -> Iterator[None]:
         """Hold the sandbox for one changing call (``tool`` on ``what``, expected to end within
         ``expect_s`` seconds), or raise a busy :class:`ActionError` at once when another call holds
-        it: a client's parallel calls must not queue past its own deadline. Callers check the
-        sandbox's owner first, so the busy text (which names the running call) only reaches the
-        owner. Inside, the sandbox is re-read: a call that lost a race against ``sandbox_finish`` gets
-        sandbox advice, not a store error. Busy answers are not recorded (nothing happened)."""
+        it, in this process (a thread lock) or in another server process sharing the home (the
+        sandbox's hold file, :meth:`_file_hold`): a client's parallel calls must not queue past its
+        own deadline, and a ``sandbox_finish`` must never score while a command still runs or before
+        its step is recorded. Callers record their step inside the hold. Callers check the sandbox's
+        owner first, so the busy text (which names the running call) only reaches the owner. Inside,
+        the sandbox is re-read: a call that lost a race against ``sandbox_finish`` (or, given the
+        ``session_id`` it read, against a ``sandbox_reset`` that started another episode) gets sandbox
+        advice, not a store error, and runs nothing. Busy answers are not recorded (nothing happened)."""
         lock = self._lock(sandbox_id)
         if not lock.acquire(blocking=False):
             # a read's snapshot or idle reaping holds it for a moment: wait for that, never for a changing call
             if sandbox_id in self._running or not lock.acquire(timeout=SHORT_HOLD_WAIT_S):
                 raise self._busy(sandbox_id)
-        self._running[sandbox_id] = _Running(tool, what, time.monotonic(), expect_s)
+        try:
+            running = _Running(tool, what, time.monotonic(), expect_s)
+            fd = self._take_file_hold(sandbox_id, running, SHORT_HOLD_WAIT_S)
+        except BaseException:
+            lock.release()
+            raise
+        self._running[sandbox_id] = running
         try:
             if tool != "sandbox_reset":
-                status = self.store.sandboxes.get(sandbox_id).status
-                if status != "open":
+                now = self.store.sandboxes.get(sandbox_id)
+                if now.status != "open":
                     raise ActionError(
-                        f"sandbox {sandbox_id} is {status} (another call ended it while this {tool} waited)",
+                        f"sandbox {sandbox_id} is {now.status} (another call ended it while this {tool} waited)",
                         "call sandbox_reset with this sandbox_id to start a new episode, or with a task_id for a new "
                         "sandbox",
+                    )
+                if session_id is not None and now.session_id != session_id:
+                    raise ActionError(
+                        f"sandbox {sandbox_id} was reset by another call while this {tool} waited: a new episode "
+                        f"({now.session_id}) runs there; nothing was done or recorded for this call",
+                        "call sandbox_state to see the new episode, then repeat the call if you still want it",
                     )
             yield
         finally:
             self._running.pop(sandbox_id, None)
+            self._file_release(fd)
             lock.release()
 
-    def _busy(self, sandbox_id: str) -> ActionError:
-        """The error for a changing call on a sandbox another call holds: which call, for how
-        long, and when to retry."""
-        run = self._running.get(sandbox_id)
-        if run is None:  # housekeeping (idle reaping) holds it for a moment
+    def _busy(self, sandbox_id: str, other: _Running | None = None) -> ActionError:
+        """The error for a changing call on a sandbox another call holds (``other``: one another
+        server process noted; by default this process's): which call, for how long, and when to
+        retry."""
+        run = other or self._running.get(sandbox_id)
+        if run is None:  # housekeeping (idle reaping, a snapshot) holds it for a moment
             return ActionError(
                 f"sandbox {sandbox_id} is busy (the server is checking it)", "call again in about 1 second"
             )
@@ -641,17 +749,19 @@ class SandboxService:
             task = self.task(inp.task_id)
         self._maybe_reap()
         t0 = time.perf_counter()
-        if inp.sandbox_id is not None:
-            row = self._owned(inp.sandbox_id, caller)
-            if row.task_id != task.id:
-                raise ActionError(
-                    f"sandbox {inp.sandbox_id} holds task {row.task_id}, not {task.id}",
-                    "omit sandbox_id to create a new sandbox for this task",
-                )
-            sandbox_id = inp.sandbox_id
-            dirs = self._dirs(sandbox_id)
-            uid = self.sandbox_uid(sandbox_id)
-            with self._hold(sandbox_id, "sandbox_reset", task.id):
+        with contextlib.ExitStack() as held:  # a reset of an open sandbox holds it up to its new episode's start
+            if inp.sandbox_id is not None:
+                row = self._owned(inp.sandbox_id, caller)
+                if row.task_id != task.id:
+                    raise ActionError(
+                        f"sandbox {inp.sandbox_id} holds task {row.task_id}, not {task.id}",
+                        "omit sandbox_id to create a new sandbox for this task",
+                    )
+                sandbox_id = inp.sandbox_id
+                dirs = self._dirs(sandbox_id)
+                uid = self.sandbox_uid(sandbox_id)
+                held.enter_context(self._hold(sandbox_id, "sandbox_reset", task.id))
+                row = self._owned(sandbox_id, caller)  # as it is now: a finish may have ended it meanwhile
                 # every process of the old episode, whichever server started it; one that survives
                 # the kill's passes (none should: see kill_uid) could tamper with the next episode,
                 # so the reset is refused rather than started beside it
@@ -663,58 +773,58 @@ class SandboxService:
                     )
                 wc = WorkingCopy(dirs["git"], dirs["repo"])
                 base, base_commit, rebuilt = self._restore_working_copy(sandbox_id, task, wc, row.base_commit, uid)
-        else:
-            sandbox_id = sandbox_capability()
-            dirs = self._dirs(sandbox_id)
-            uid = self.sandbox_uid(sandbox_id)
-            dirs["root"].mkdir(parents=True)
-            base = self.bases.get(task.repo_dir)
-            index = base.install_git(dirs["git"], dirs["repo"], uid)
-            (dirs["git"] / PACKED_PINS).touch()
-            wc = WorkingCopy(dirs["git"], dirs["repo"])
-            base_commit = base.commit
-            rebuilt = []
-            if self.working_copy[0] == "overlay":
-                Layers(dirs["root"]).create(base.tree, base.key, uid, index)
-                self._mounted.add(sandbox_id)
             else:
-                _copy_tree(base.tree, dirs["repo"])
-                self._give_tree(dirs["repo"], uid)
-        for d in ("verifier", "logs"):
-            _empty_folder(dirs[d])
-        # their inodes: a later rename or hard link is still watched
-        secrets = note_secrets(dirs["repo"], dirs["root"], base.secrets if base is not None else None)
-        note_secret_values(dirs["repo"], dirs["root"], secrets)  # a copy of one is a secret too when served
-        tree = base.tree_hash if base is not None else wc.base_tree(base_commit)
-        if base is not None:
-            files = list(base.files)
-        else:
-            files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
-            files = [f for f in files if f]
-        Budget(dirs["root"], task.config.limits, read=False).start(len(files))
-        # the old episode closed, the new trajectory with its reset step, the sandbox row: one transaction
-        episode = self.store.begin_episode(
-            sandbox_id=sandbox_id,
-            task_id=task.id,
-            behaviour=task.config.behaviour,
-            split=task.config.split,
-            owner=caller.owner_id if inp.sandbox_id is None else row.owner,
-            agent_name=inp.agent_name,
-            isolation=self.isolation.kind,
-            base_commit=base_commit,
-            step={
-                "source": "system",
-                "message": task.instruction,
-                "extra": {"event": "reset", "task_id": task.id, "base_commit": base_commit, "tree_hash": tree}
-                | ({"rebuilt": rebuilt[:20]} if rebuilt else {}),
-                "state_ref": tree,
-            },
-            new=NewSandbox(path=str(dirs["root"]), owner=caller.owner_id) if inp.sandbox_id is None else None,
-            previous=row.session_id if inp.sandbox_id is not None and row.session_id else None,
-            abandon=inp.sandbox_id is not None and row.status == "open",
-        )
-        agent_name = episode.agent_name
-        self._touch(sandbox_id)
+                sandbox_id = sandbox_capability()
+                dirs = self._dirs(sandbox_id)
+                uid = self.sandbox_uid(sandbox_id)
+                dirs["root"].mkdir(parents=True)
+                base = self.bases.get(task.repo_dir)
+                index = base.install_git(dirs["git"], dirs["repo"], uid)
+                (dirs["git"] / PACKED_PINS).touch()
+                wc = WorkingCopy(dirs["git"], dirs["repo"])
+                base_commit = base.commit
+                rebuilt = []
+                if self.working_copy[0] == "overlay":
+                    Layers(dirs["root"]).create(base.tree, base.key, uid, index)
+                    self._mounted.add(sandbox_id)
+                else:
+                    _copy_tree(base.tree, dirs["repo"])
+                    self._give_tree(dirs["repo"], uid)
+            for d in ("verifier", "logs"):
+                _empty_folder(dirs[d])
+            # their inodes: a later rename or hard link is still watched
+            secrets = note_secrets(dirs["repo"], dirs["root"], base.secrets if base is not None else None)
+            note_secret_values(dirs["repo"], dirs["root"], secrets)  # a copy of one is a secret too when served
+            tree = base.tree_hash if base is not None else wc.base_tree(base_commit)
+            if base is not None:
+                files = list(base.files)
+            else:
+                files = sorted(wc.git("ls-files", "-z").decode().split("\0"))
+                files = [f for f in files if f]
+            Budget(dirs["root"], task.config.limits, read=False).start(len(files))
+            # the old episode closed, the new trajectory with its reset step, the sandbox row: one transaction
+            episode = self.store.begin_episode(
+                sandbox_id=sandbox_id,
+                task_id=task.id,
+                behaviour=task.config.behaviour,
+                split=task.config.split,
+                owner=caller.owner_id if inp.sandbox_id is None else row.owner,
+                agent_name=inp.agent_name,
+                isolation=self.isolation.kind,
+                base_commit=base_commit,
+                step={
+                    "source": "system",
+                    "message": task.instruction,
+                    "extra": {"event": "reset", "task_id": task.id, "base_commit": base_commit, "tree_hash": tree}
+                    | ({"rebuilt": rebuilt[:20]} if rebuilt else {}),
+                    "state_ref": tree,
+                },
+                new=NewSandbox(path=str(dirs["root"]), owner=caller.owner_id) if inp.sandbox_id is None else None,
+                previous=row.session_id if inp.sandbox_id is not None and row.session_id else None,
+                abandon=inp.sandbox_id is not None and row.status == "open",
+            )
+            agent_name = episode.agent_name
+            self._touch(sandbox_id)
         cap = self.settings.max_result_items
         return SandboxResetOutput(
             sandbox_id=sandbox_id,
@@ -832,6 +942,10 @@ class SandboxService:
             lock = self._lock(sid)
             if not lock.acquire(blocking=False):
                 continue
+            fd = self._file_hold(sid, None)  # None: a call in another server process holds it
+            if fd is None:
+                lock.release()
+                continue
             try:
                 row = self.store.sandboxes.get(sid)
                 if row.status != "open":
@@ -858,6 +972,7 @@ class SandboxService:
                 shutil.rmtree(dirs["verifier"], ignore_errors=True)
                 reaped.append(sid)
             finally:
+                self._file_release(fd)
                 lock.release()
         if reaped:
             log.info("cleaned up %d idle sandbox(es): %s", len(reaped), reaped)
@@ -1072,7 +1187,7 @@ class SandboxService:
         limits = task.config.limits
         wall = min(inp.timeout_seconds or limits.wall_seconds, limits.wall_seconds, self.settings.max_exec_seconds)
         uid = self.sandbox_uid(inp.sandbox_id)
-        with self._hold(inp.sandbox_id, "sandbox_exec", inp.command, expect_s=wall):
+        with self._hold(inp.sandbox_id, "sandbox_exec", inp.command, expect_s=wall, session_id=row.session_id):
             if control is not None:
                 control.expect(wall, f"sandbox_exec `{inp.command[:80]}`")
             budget = self._budget(row, task, "sandbox_exec", args, dirs)
@@ -1106,89 +1221,91 @@ class SandboxService:
             # deploys, fetches): an agent's test could otherwise act only there, unwatched
             fx.records += trusted_fx.records
             self._touch(inp.sandbox_id)
-        downloads += saved_downloads(fx.records)
-        protected = self._protected(task, changed)
-        cap = self.settings.max_output_bytes
-        output_path = None
-        if len(res.stdout) > cap or len(res.stderr) > cap or res.stdout_bytes > len(res.stdout.encode()):
-            output_path = dirs["logs"] / f"exec-{uuid.uuid4().hex[:8]}.log"
-            output_path.write_text(f"$ {inp.command}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}\n")
+            downloads += saved_downloads(fx.records)
+            protected = self._protected(task, changed)
+            cap = self.settings.max_output_bytes
+            output_path = None
+            if len(res.stdout) > cap or len(res.stderr) > cap or res.stdout_bytes > len(res.stdout.encode()):
+                output_path = dirs["logs"] / f"exec-{uuid.uuid4().hex[:8]}.log"
+                output_path.write_text(f"$ {inp.command}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}\n")
 
-        def bounded(text: str, total: int) -> str:
-            if len(text) <= cap:
-                return text
-            return (
-                text[:cap] + f"\n[... {total - cap} more bytes cut ({total} in all); page the kept output with "
-                "sandbox_read_output and this result's step_id]\n"
-            )
-
-        stdout = bounded(res.stdout, res.stdout_bytes)
-        stderr = bounded(res.stderr, res.stderr_bytes)
-        trusted_limit = trusted.get("limit_hit") if trusted is not None else None
-        if trusted_limit in ("disk", "files"):
-            # the agent's code filled the server's run: the same quota hit as in its own command
-            budget.mark_over(trusted_limit, f"the server's test run went over the {trusted_limit} limit")
-            settled.note = "; ".join(
-                n
-                for n in (
-                    settled.note,
-                    f"the server's test run of this command went over the sandbox's {trusted_limit} limit and was "
-                    "killed; further exec and writes are refused until sandbox_reset",
+            def bounded(text: str, total: int) -> str:
+                if len(text) <= cap:
+                    return text
+                return (
+                    text[:cap] + f"\n[... {total - cap} more bytes cut ({total} in all); page the kept output with "
+                    "sandbox_read_output and this result's step_id]\n"
                 )
-                if n
+
+            stdout = bounded(res.stdout, res.stdout_bytes)
+            stderr = bounded(res.stderr, res.stderr_bytes)
+            trusted_limit = trusted.get("limit_hit") if trusted is not None else None
+            if trusted_limit in ("disk", "files"):
+                # the agent's code filled the server's run: the same quota hit as in its own command
+                budget.mark_over(trusted_limit, f"the server's test run went over the {trusted_limit} limit")
+                settled.note = "; ".join(
+                    n
+                    for n in (
+                        settled.note,
+                        f"the server's test run of this command went over the sandbox's {trusted_limit} limit and was "
+                        "killed; further exec and writes are refused until sandbox_reset",
+                    )
+                    if n
+                )
+            limit_hit = res.limit_hit or settled.limit_hit or trusted_limit
+            if res.cancelled:
+                outcome = "cancelled"
+            elif limit_hit:
+                outcome = "limit"
+            else:
+                outcome = "ok" if res.exit_code == 0 else "error"
+            detail = limit_detail(limit_hit, wall, inp.timeout_seconds, limits, self.settings.max_exec_seconds)
+            if res.cancelled:
+                detail = f"cancelled by the client after {res.duration_s:g} s; its processes were killed"
+                summary = f"exit {res.exit_code} ({detail})"
+            else:
+                summary = f"exit {res.exit_code}" + (
+                    f" (killed: {res.limit_hit} limit: {detail})" if res.limit_hit else ""
+                )
+            if protected:
+                summary += f" (warning: changed protected paths {protected})"
+            if settled.note:
+                summary += f" (warning: {settled.note})"
+            obs = f"{summary}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}"
+            step_id = self._record(
+                row.session_id,
+                "sandbox_exec",
+                args,
+                obs,
+                outcome=outcome,
+                exit_code=res.exit_code,
+                state_ref=after,
+                extra={
+                    "command": inp.command,
+                    "duration_s": res.duration_s,
+                    "cpu_s": res.cpu_s,
+                    "limit_hit": limit_hit,
+                    "limit_detail": detail,
+                    "cancelled": res.cancelled,
+                    "wall_limit_s": wall,
+                    "usage_bytes": settled.usage_bytes,
+                    "removed_git_entries": settled.removed_git,
+                    "stdout_bytes": res.stdout_bytes,
+                    "stderr_bytes": res.stderr_bytes,
+                    "files_changed": changed,
+                    "protected_paths_touched": protected,
+                    "isolation": self.isolation.kind,
+                    "run_as_uid": uid,
+                    "effects": fx.summary()
+                    | {
+                        "secret_watch": sw.observed and trusted_fx.secret_watch,
+                        "secrets_watched": sw.watched,
+                        "observed": fx.observed and trusted_fx.observed,
+                    },
+                }
+                | ({"output_log": output_path.name} if output_path else {})
+                | ({"trusted_run": trusted} if trusted is not None else {}),
             )
-        limit_hit = res.limit_hit or settled.limit_hit or trusted_limit
-        if res.cancelled:
-            outcome = "cancelled"
-        elif limit_hit:
-            outcome = "limit"
-        else:
-            outcome = "ok" if res.exit_code == 0 else "error"
-        detail = limit_detail(limit_hit, wall, inp.timeout_seconds, limits, self.settings.max_exec_seconds)
-        if res.cancelled:
-            detail = f"cancelled by the client after {res.duration_s:g} s; its processes were killed"
-            summary = f"exit {res.exit_code} ({detail})"
-        else:
-            summary = f"exit {res.exit_code}" + (f" (killed: {res.limit_hit} limit: {detail})" if res.limit_hit else "")
-        if protected:
-            summary += f" (warning: changed protected paths {protected})"
-        if settled.note:
-            summary += f" (warning: {settled.note})"
-        obs = f"{summary}\n--- stdout ---\n{res.stdout}\n--- stderr ---\n{res.stderr}"
-        step_id = self._record(
-            row.session_id,
-            "sandbox_exec",
-            args,
-            obs,
-            outcome=outcome,
-            exit_code=res.exit_code,
-            state_ref=after,
-            extra={
-                "command": inp.command,
-                "duration_s": res.duration_s,
-                "cpu_s": res.cpu_s,
-                "limit_hit": limit_hit,
-                "limit_detail": detail,
-                "cancelled": res.cancelled,
-                "wall_limit_s": wall,
-                "usage_bytes": settled.usage_bytes,
-                "removed_git_entries": settled.removed_git,
-                "stdout_bytes": res.stdout_bytes,
-                "stderr_bytes": res.stderr_bytes,
-                "files_changed": changed,
-                "protected_paths_touched": protected,
-                "isolation": self.isolation.kind,
-                "run_as_uid": uid,
-                "effects": fx.summary()
-                | {
-                    "secret_watch": sw.observed and trusted_fx.secret_watch,
-                    "secrets_watched": sw.watched,
-                    "observed": fx.observed and trusted_fx.observed,
-                },
-            }
-            | ({"output_log": output_path.name} if output_path else {})
-            | ({"trusted_run": trusted} if trusted is not None else {}),
-        )
         return SandboxExecOutput(
             step_id=step_id,
             exit_code=res.exit_code,
@@ -1444,7 +1561,7 @@ class SandboxService:
         tool = "sandbox_write_file"
         self._check_tool(row, task, tool, args)
         uid = self.sandbox_uid(inp.sandbox_id)
-        with self._hold(inp.sandbox_id, tool, inp.path, expect_s=5.0):
+        with self._hold(inp.sandbox_id, tool, inp.path, expect_s=5.0, session_id=row.session_id):
             budget = self._budget(row, task, tool, args, dirs)
             target = self._resolve(row, tool, args, dirs["repo"], inp.path, for_write=True)
             repo = dirs["repo"].resolve()
@@ -1495,24 +1612,24 @@ class SandboxService:
             settled = self._guarded(row, tool, args, lambda: budget.settle(wc))
             after = settled.tree
             self._touch(inp.sandbox_id)
-        rel = str(target.relative_to(repo))
-        claimed = covered(rel, row.claims)
-        warnings = [] if claimed else [f"{rel} was not claimed before this edit; claim files before editing them"]
-        warnings += [settled.note] if settled.note else []
-        protected = self._protected(task, [rel])
-        if protected:
-            warnings.append(f"{rel} is a protected path (e.g. a test); the edit is recorded for the scorer")
-        warning = "; ".join(warnings) or None
-        step_id = self._record(
-            row.session_id,
-            tool,
-            args,
-            f"wrote {len(data)} bytes to {rel}" + (f" (warning: {warning})" if warning else ""),
-            state_ref=after,
-            outcome="limit" if settled.limit_hit else "ok",
-            extra={"paths": [rel], "files_changed": [rel], "claimed": claimed, "protected_paths_touched": protected}
-            | ({"limit_hit": settled.limit_hit} if settled.limit_hit else {}),
-        )
+            rel = str(target.relative_to(repo))
+            claimed = covered(rel, row.claims)
+            warnings = [] if claimed else [f"{rel} was not claimed before this edit; claim files before editing them"]
+            warnings += [settled.note] if settled.note else []
+            protected = self._protected(task, [rel])
+            if protected:
+                warnings.append(f"{rel} is a protected path (e.g. a test); the edit is recorded for the scorer")
+            warning = "; ".join(warnings) or None
+            step_id = self._record(
+                row.session_id,
+                tool,
+                args,
+                f"wrote {len(data)} bytes to {rel}" + (f" (warning: {warning})" if warning else ""),
+                state_ref=after,
+                outcome="limit" if settled.limit_hit else "ok",
+                extra={"paths": [rel], "files_changed": [rel], "claimed": claimed, "protected_paths_touched": protected}
+                | ({"limit_hit": settled.limit_hit} if settled.limit_hit else {}),
+            )
         return SandboxWriteFileOutput(
             step_id=step_id, path=rel, bytes_written=len(data), claimed=claimed, warning=warning
         )
@@ -1559,17 +1676,17 @@ class SandboxService:
                     "claim only the specific files you are about to edit",
                 ),
             )
-        with self._hold(inp.sandbox_id, "sandbox_claim", " ".join(rels), expect_s=1.0):
+        with self._hold(inp.sandbox_id, "sandbox_claim", " ".join(rels), expect_s=1.0, session_id=row.session_id):
             claims = list(dict.fromkeys([*self.store.sandboxes.get(inp.sandbox_id).claims, *rels]))
             self.store.sandboxes.update(inp.sandbox_id, claims=claims)
             self._touch(inp.sandbox_id)
-        step_id = self._record(
-            row.session_id,
-            "sandbox_claim",
-            {"paths": rels, "reason": inp.reason},
-            f"claimed {rels}",
-            extra={"paths": rels},
-        )
+            step_id = self._record(
+                row.session_id,
+                "sandbox_claim",
+                {"paths": rels, "reason": inp.reason},
+                f"claimed {rels}",
+                extra={"paths": rels},
+            )
         return SandboxClaimOutput(step_id=step_id, claims=claims[: self.settings.max_result_items])
 
     def state(self, inp: SandboxStateInput, caller: Caller = OPERATOR) -> SandboxStateOutput:
@@ -1587,7 +1704,15 @@ class SandboxService:
         if row.status == "open" and not Budget(dirs["root"], task.config.limits).over():
             if lock.acquire(blocking=False):
                 try:
-                    tree = self._guarded(row, "sandbox_state", {}, wc.snapshot)
+                    fd = self._file_hold(inp.sandbox_id, None)  # a changing call in another server process
+                    if fd is None:
+                        err = self._busy(inp.sandbox_id, self._file_holder(inp.sandbox_id))
+                        busy = f"{err.message}; the state shown is the last recorded one, from before it"
+                    else:
+                        try:
+                            tree = self._guarded(row, "sandbox_state", {}, wc.snapshot)
+                        finally:
+                            self._file_release(fd)
                 finally:
                     lock.release()
             else:  # a changing call runs: show the state before it rather than wait or race its snapshot
@@ -1666,7 +1791,7 @@ class SandboxService:
         stays in git)."""
         row, task, wc, dirs = self._open_sandbox(inp.sandbox_id, caller)
         sid = row.session_id
-        with self._hold(inp.sandbox_id, "sandbox_finish", expect_s=task.config.limits.wall_seconds + 5):
+        with self._hold(inp.sandbox_id, "sandbox_finish", expect_s=task.config.limits.wall_seconds + 5, session_id=sid):
             budget = Budget(dirs["root"], task.config.limits)
             try:  # over a limit, or git failing on what the agent left: closed unscored, never stuck
                 settled = None if budget.refusal() else budget.settle(wc)
@@ -1700,51 +1825,69 @@ class SandboxService:
                 done=True,
                 extra={"event": "finish"},
             )
-            traj = self.store.trajectories.get(sid)
-            acts = actions_of(traj.steps)
-            trusted = [a for a in acts if a.provenance in ("server", "hook")]
-            actions_doc = {
-                "claims": [
-                    {"step_id": a.step_id, "paths": list(a.paths)}
-                    for a in trusted
-                    if a.kind == "claim" and a.outcome == "ok"
-                ],
-                "edits": [{"step_id": a.step_id, "paths": list(edited_paths(a))} for a in trusted if edited_paths(a)],
-                "commands": [
-                    {"step_id": a.step_id, "command": a.command, "exit_code": a.exit_code, "outcome": a.outcome}
-                    for a in trusted
-                    if a.kind == "command" and a.command is not None
-                ],
-                "changed_paths": changed,
-                "protected_paths_touched": self._protected(task, changed),
-                "final_message": inp.text,
-            }
-            # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
-            # verifier_out is already what an agent may see (the verdict only, every split: _ownership).
-            started = time.monotonic()
-            verifier_exit, verifier_out, verifier_fx = verify(
-                self, task, inp.sandbox_id, sid, final_tree, actions_doc, base_tree=base_tree
-            )
-            verifier_fx["step_id"] = finish_step
-            state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out, verifier_fx)
-            report = score_trajectory(traj.model_copy(update={"final_message": inp.text}), task.reward_spec, state)
-            report_path = self.settings.reports_dir / f"{sid}.score.json"
-            report_path.write_text(report.model_dump_json(indent=2))
-            self.store.trajectories.finish(
-                sid,
-                final_message=inp.text,
-                reward=report.reward,
-                passed=report.passed,
-                self_report_only=report.self_report_only,
-                reward_components={c.id: c.value for c in report.criteria},
-                score=report.model_dump(mode="json")
-                | {
-                    "verifier_exit_code": verifier_exit,
-                    "final_tree": final_tree,
-                    "isolation": self.isolation.kind,
-                    "verifier_effects": verifier_fx,
-                },
-            )
+            # The score stands for exactly the steps it read (the store checks the count as it closes the
+            # trajectory): a step recorded meanwhile by a writer the hold does not cover (a hook, another
+            # server's log_step) means scoring the stored steps again, and judging again if it is a trusted action
+            judged = None
+            started = time.monotonic()  # the answer's hold counts from the first judging (_hold_answer)
+            for attempt in range(3):
+                traj = self.store.trajectories.get(sid)
+                acts = actions_of(traj.steps)
+                trusted = [a for a in acts if a.provenance in ("server", "hook")]
+                actions_doc = {
+                    "claims": [
+                        {"step_id": a.step_id, "paths": list(a.paths)}
+                        for a in trusted
+                        if a.kind == "claim" and a.outcome == "ok"
+                    ],
+                    "edits": [
+                        {"step_id": a.step_id, "paths": list(edited_paths(a))} for a in trusted if edited_paths(a)
+                    ],
+                    "commands": [
+                        {"step_id": a.step_id, "command": a.command, "exit_code": a.exit_code, "outcome": a.outcome}
+                        for a in trusted
+                        if a.kind == "command" and a.command is not None
+                    ],
+                    "changed_paths": changed,
+                    "protected_paths_touched": self._protected(task, changed),
+                    "final_message": inp.text,
+                }
+                if judged != actions_doc:
+                    # The trusted runner (or a legacy shell verifier) on a fresh export of the final tree; see _verify.
+                    # verifier_out is already what an agent may see (the verdict only, every split: _ownership).
+                    verifier_exit, verifier_out, verifier_fx = verify(
+                        self, task, inp.sandbox_id, sid, final_tree, actions_doc, base_tree=base_tree
+                    )
+                    verifier_fx["step_id"] = finish_step
+                    state = self._final_state(row, wc, final_tree, verifier_exit, verifier_out, verifier_fx)
+                    judged = actions_doc
+                try:
+                    report = score_trajectory(
+                        traj.model_copy(update={"final_message": inp.text}), task.reward_spec, state
+                    )
+                    report_path = self.settings.reports_dir / f"{sid}.score.json"
+                    report_path.write_text(report.model_dump_json(indent=2))
+                    self.store.trajectories.finish(
+                        sid,
+                        final_message=inp.text,
+                        reward=report.reward,
+                        passed=report.passed,
+                        self_report_only=report.self_report_only,
+                        reward_components={c.id: c.value for c in report.criteria},
+                        score=report.model_dump(mode="json")
+                        | {
+                            "verifier_exit_code": verifier_exit,
+                            "final_tree": final_tree,
+                            "isolation": self.isolation.kind,
+                            "verifier_effects": verifier_fx,
+                        },
+                        steps_scored=len(traj.steps),
+                    )
+                except StepsChanged:
+                    if attempt == 2:
+                        raise
+                    continue
+                break
             self.store.sandboxes.update(inp.sandbox_id, status="finished")
             wc.pin(f"finished/{sid}", final_tree, row.base_commit)  # kept through later resets' prune (eval_score)
             try:  # pack what the pin reaches, so a reset can drop every loose object (PACKED_PINS)
