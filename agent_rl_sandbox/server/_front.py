@@ -51,6 +51,9 @@ _PYDANTIC_URL = re.compile(r"\n?\s*For further information visit https://errors\
 _SDK_PREFIX = re.compile(r"^Error executing tool (\S+?)(?::\s*|$)")
 """The MCP SDK's prefix on a tool's raised error (``Tool.run``); the server's own refusals before
 the SDK runs (an unknown argument) start ``TOOL: ``, so every tool error is rewritten to that one form."""
+_PYDANTIC_DETAIL = re.compile(r"\s*\[type=[^\]\n]*\]")
+"""pydantic's ``[type=missing, input_value={...}, input_type=dict]`` tail: Python reprs of the
+caller's own arguments, dropped (the field and the reason stay)."""
 
 
 async def next_step_middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any:
@@ -70,7 +73,7 @@ async def next_step_middleware(ctx: Any, call_next: Callable[[Any], Any]) -> Any
         if "Next step" in text:
             block["text"] = text
             continue
-        text = _PYDANTIC_URL.sub("", text).rstrip()
+        text = _PYDANTIC_DETAIL.sub("", _PYDANTIC_URL.sub("", text)).rstrip()
         if text.startswith("Unknown tool"):
             hint = "list the tools (tools/list) and call one of those names"
         elif "validation error" in text:

@@ -211,6 +211,7 @@ async def test_tool_errors_share_one_form_naming_the_tool(server):
             text = res.content[0].text
             assert res.is_error and text.startswith(start), (tool, text)
             assert "Error executing tool" not in text and "Next step: " in text, text
+            assert "input_value=" not in text and "{'" not in text, text  # no Python repr of the arguments
 
 
 async def test_finished_sandbox_refuses_further_actions(server):
