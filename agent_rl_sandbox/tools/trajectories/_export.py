@@ -373,7 +373,7 @@ def _prompts(store: TrajectoryRepository, selected, opts: ExportOptions, counts:
             yield {"prompt": prompt, "task_id": task_id, "behaviour": behaviour}, used
 
 
-STORE_ONLY_SCORE_KEYS = ("final_tree", "verifier_exit_code", "isolation")
+STORE_ONLY_SCORE_KEYS = ("final_tree", "verifier_exit_code", "isolation", "verifier_effects")
 """Keys of the stored score that are the store's bookkeeping, not part of the score report."""
 
 
